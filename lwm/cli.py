@@ -1,0 +1,156 @@
+"""The ``lwm`` command. Each command parses flags and calls one library function."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from lwm.errors import LwmError
+
+app = typer.Typer(
+    help="Language World Models: collect real transitions, predict them with a world model, score fidelity.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+
+def _run_dir() -> Path:
+    return Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def _fail(e: BaseException) -> None:
+    console.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(2)
+
+
+@app.command()
+def collect(
+    domain: str = typer.Option("terminal", help="Domain whose bundled suite to play."),
+    out: Path = typer.Option(None, help="Output directory (default: runs/<timestamp>/data). Re-run to resume."),
+    episodes: Optional[int] = typer.Option(None, min=1, help="Play only the first N episodes."),
+    runs: int = typer.Option(2, min=1, help="Real runs per episode; 2 or more finds volatile output."),
+    workers: int = typer.Option(4, min=1, help="Episodes played at once, each in its own sandbox."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Play scripted episodes in a real sandboxed environment and write transitions."""
+    from lwm.data.collect import CollectConfig, collect as run_collect
+
+    out = out or _run_dir() / "data"
+    try:
+        res = run_collect(CollectConfig(out=out, domain=domain, episodes=episodes, runs=runs, workers=workers),
+                          show_progress=progress)
+    except (LwmError, KeyError) as e:
+        _fail(e)
+    console.print(f"{res.trajectories} trajectories, {res.turns} real steps in {res.seconds:.1f}s → {res.rows_path}")
+    if res.failed:
+        console.print(f"[yellow]{len(res.failed)} runs failed[/yellow] (see {out}/manifest.json)")
+
+
+@app.command("eval")
+def eval_(
+    data: Optional[Path] = typer.Option(None, help="AgentWorldBench data: a directory of {domain}_test.jsonl "
+                                        "files or one file. Default: collect the built-in real terminal suite."),
+    out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/<timestamp>). Re-run with the "
+                                       "same directory to resume."),
+    model: str = typer.Option("embedded", help="'embedded' (SmolLM2-135M on llama.cpp), a .gguf path, or the "
+                              "model name served at --base-url."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
+    domain: Optional[list[str]] = typer.Option(None, help="Only these domains (repeatable)."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N rows."),
+    episodes: Optional[int] = typer.Option(None, min=1, help="Built-in suite: only the first N episodes."),
+    concurrency: int = typer.Option(16, min=1, help="Requests in flight (OpenAI-compatible backends)."),
+    temperature: float = typer.Option(0.0, min=0.0, help="Sampling temperature (0 = greedy)."),
+    top_p: float = typer.Option(1.0, min=0.0, max=1.0, help="Nucleus sampling mass."),
+    max_tokens: int = typer.Option(256, min=1, help="Generated tokens per row at most."),
+    seed: int = typer.Option(0, help="Sampling seed."),
+    extra_body: Optional[str] = typer.Option(None, help="JSON passed through in each request body, e.g. "
+                                             "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}'."),
+    max_prompt_tokens: int = typer.Option(2048, min=64, help="History window budget; oldest turns dropped first."),
+    context_window: Optional[int] = typer.Option(None, help="Model context length (embedded default 4096)."),
+    timeout: float = typer.Option(600.0, help="Seconds per request."),
+    judge_model: Optional[str] = typer.Option(None, help="Judge model name (enables judging)."),
+    judge_base_url: Optional[str] = typer.Option(None, help="Judge endpoint (default: --base-url)."),
+    judge_api_key: Optional[str] = typer.Option(None, envvar="LWM_JUDGE_API_KEY", help="Judge API key."),
+    judge_mode: str = typer.Option("score", help="score | real | closer."),
+    judge_max_tokens: int = typer.Option(1024, min=1, help="Judge tokens per call."),
+    baseline: Optional[Path] = typer.Option(None, help="predictions.jsonl of another run (judge mode 'closer')."),
+    progress: bool = typer.Option(True, help="Show progress bars."),
+) -> None:
+    """Predict every turn with a world model and score it against the real observation."""
+    from lwm.eval.report import print_summary
+    from lwm.eval.runner import EvalConfig, evaluate, load_rows
+    from lwm.models import load_model
+    from lwm.models.base import SamplingParams
+
+    if judge_mode not in ("score", "real", "closer"):
+        _fail(ValueError(f"--judge-mode must be score, real or closer, not {judge_mode!r}"))
+    try:
+        body = json.loads(extra_body) if extra_body else {}
+    except json.JSONDecodeError as e:
+        _fail(ValueError(f"--extra-body is not JSON: {e}"))
+    out = out or _run_dir()
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body)
+    config = EvalConfig(
+        out=out, data=data, domains=tuple(domain) if domain else None, limit=limit, sampling=sampling,
+        max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode, baseline=baseline,
+        judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
+    )
+    try:
+        if data is None:
+            from lwm.data.collect import CollectConfig, collect as run_collect
+
+            console.print(f"Collecting ground truth from the real terminal suite into {out / 'data'} …")
+            res = run_collect(CollectConfig(out=out / "data", episodes=episodes), show_progress=progress)
+            config.data = res.rows_path
+        rows = load_rows(config.data, config.domains, config.limit)
+        wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                        context_window=context_window)
+        judge = None
+        if judge_model:
+            judge = load_model(judge_model, base_url=judge_base_url or base_url, api_key=judge_api_key or api_key,
+                               concurrency=concurrency, timeout=timeout)
+        summary = asyncio.run(evaluate(config, wm, judge, rows=rows, show_progress=progress))
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
+        raise typer.Exit(130)
+    except LwmError as e:
+        _fail(e)
+    print_summary(summary, Console())
+    console.print(f"wrote {out}/predictions.jsonl, summary.json, report.md")
+
+
+@app.command("serve-model")
+def serve_model(
+    host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="Port."),
+    model_path: Optional[Path] = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
+    name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name)."),
+    n_ctx: int = typer.Option(4096, help="Context window in tokens."),
+    threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
+) -> None:
+    """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
+    from lwm.models.server import serve
+
+    try:
+        serve(host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads)
+    except LwmError as e:
+        _fail(e)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    sys.exit(app())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""From real environments to data: collection and volatility detection."""

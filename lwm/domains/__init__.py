@@ -1,0 +1,1 @@
+"""Per-domain knowledge: system prompts, action formats, judge rubrics."""

@@ -1,0 +1,107 @@
+"""The terminal domain: bash in tmux; actions are keystrokes, observations are screens.
+
+Action format (AgentWorldBench terminal, after Terminal-Bench's Terminus agent): a JSON
+list of ``{"keystrokes": str, "duration": float}``. ``keystrokes`` is typed literally
+(``\\n`` presses Enter) unless it is exactly a tmux key name (``C-c``, ``C-d``, ``Up``,
+``Escape`` …); an empty string types nothing and only waits. ``duration`` is the time in
+seconds to wait after typing before the screen is read. The empty list ``[]`` means the
+agent is done.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from lwm.errors import ActionFormatError
+
+NAME = "terminal"
+DEFAULT_DURATION = 0.5
+#: tmux key names accepted as special keys (``man tmux``, KEY BINDINGS).
+_KEY_NAME = re.compile(
+    r"^(?:[CMS]-)*(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|"
+    r"PageUp|PageDown|PgUp|PgDn|NPage|PPage|IC|DC|F(?:[1-9]|1[0-2]))$|^(?:[CMS]-)+\S$"
+)
+
+SYSTEM_PROMPT = """\
+You are a Terminal World Model: you simulate a Linux machine's terminal exactly.
+
+Environment: bash running in a tmux window of {width} columns and {height} rows, as root, \
+hostname `{hostname}`, working directory /app, home /root. The prompt looks like \
+`root@{hostname}:/app# `. Standard Debian tools, git and python3 are installed; there is no network.
+
+Each turn you receive the agent's action: a JSON list of {{"keystrokes", "duration"}} items. \
+Keystrokes are typed into the terminal (a newline presses Enter; names like C-c or C-d are \
+key presses); duration is how many seconds pass before the screen is read. An empty \
+keystroke string only waits.
+
+Predict the screen exactly as tmux would show it after the action: everything visible, \
+including earlier lines still on screen, the echoed command, its output and the new \
+prompt (or nothing new if the command is still running). Keep the state of the machine \
+(files, directory, variables, running processes) consistent across turns.
+
+Write brief reasoning, then the screen inside <predicted_observation></predicted_observation>.\
+"""
+
+
+@dataclass(frozen=True)
+class Keystroke:
+    """One item of a terminal action.
+
+    Attributes:
+        keystrokes: text typed (``\\n`` = Enter) or a single tmux key name.
+        duration: seconds to wait afterwards (≥ 0).
+    """
+
+    keystrokes: str
+    duration: float = DEFAULT_DURATION
+
+    @property
+    def is_key_name(self) -> bool:
+        return bool(_KEY_NAME.match(self.keystrokes))
+
+
+def parse_action(action: str | list) -> list[Keystroke]:
+    """Parse a terminal action.
+
+    Args:
+        action: the JSON text, or the already decoded list.
+
+    Returns:
+        the keystrokes in order; ``[]`` means the agent is done.
+
+    Raises:
+        ActionFormatError: not a JSON list of objects with a string ``keystrokes`` and a
+            non-negative number ``duration``.
+    """
+    text = action if isinstance(action, str) else json.dumps(action)
+    if isinstance(action, str):
+        try:
+            action = json.loads(action)
+        except json.JSONDecodeError as e:
+            raise ActionFormatError(NAME, text, f"not JSON ({e.msg})") from None
+    if isinstance(action, dict):  # a single item is accepted as a list of one
+        action = [action]
+    if not isinstance(action, list):
+        raise ActionFormatError(NAME, text, "expected a JSON list of {keystrokes, duration}")
+    out = []
+    for i, item in enumerate(action):
+        if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
+            raise ActionFormatError(NAME, text, f"item {i} needs a string 'keystrokes'")
+        duration = item.get("duration", DEFAULT_DURATION)
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration < 0:
+            raise ActionFormatError(NAME, text, f"item {i}: 'duration' must be a number ≥ 0")
+        out.append(Keystroke(item["keystrokes"], float(duration)))
+    return out
+
+
+def format_action(keys: list[Keystroke] | list[dict]) -> str:
+    """The canonical JSON text of an action (what trajectories and rows store)."""
+    items = [k if isinstance(k, dict) else {"keystrokes": k.keystrokes, "duration": k.duration} for k in keys]
+    return json.dumps(items, ensure_ascii=False)
+
+
+def system_prompt(width: int = 80, height: int = 24, hostname: str = "sandbox") -> str:
+    """The world-model system prompt for a terminal of this size."""
+    return SYSTEM_PROMPT.format(width=width, height=height, hostname=hostname)

@@ -1,0 +1,326 @@
+"""A bubblewrap jail for everything an agent issues.
+
+What runs inside sees only what an episode needs: the system directories read-only
+(``/usr`` and its ``/bin``, ``/lib`` links, a minimal ``/etc``), a private writable home
+(``/root``), work directory (``/app``) and ``/tmp`` (size-limited tmpfs, gone on close), a
+clean environment (no host variable), no network (a private network namespace: not even
+the host's loopback services), a hostname of its own, and limits on processes, memory,
+CPU time, file size and open files. It runs as an unprivileged host user (a fresh uid per
+sandbox, shown as ``root`` inside a user namespace), so even an escape holds no rights on
+the host. The whole process tree dies with the sandbox: closing it, the parent dying or
+the lifetime running out kills every process inside.
+
+Needs ``bwrap`` (Debian package ``bubblewrap``) and unprivileged user namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lwm.errors import SandboxError
+
+#: Read-only system paths bound into every sandbox (those that exist on the host).
+SYSTEM_PATHS = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                "/etc/ld.so.conf.d", "/etc/localtime", "/etc/inputrc")
+HOME, WORKDIR = "/root", "/app"
+_UID_BASE, _UID_SPAN = 2_000_000, 1_000_000  # far above any real account
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one sandbox. Per-process limits are POSIX rlimits.
+
+    Attributes:
+        max_processes: processes and threads of the sandbox's own uid (RLIMIT_NPROC).
+        max_memory_bytes: address space of each process (RLIMIT_AS).
+        max_cpu_seconds: CPU time of each process (RLIMIT_CPU); an endless loop dies.
+        max_file_bytes: size of any file written (RLIMIT_FSIZE).
+        max_open_files: open descriptors per process (RLIMIT_NOFILE).
+        disk_bytes: size of each private tmpfs (``/root``, ``/app``, ``/tmp``).
+        lifetime_seconds: wall-clock life of the sandbox; everything inside is killed then.
+        command_timeout_seconds: default wall-clock limit of one :meth:`Sandbox.run`.
+    """
+
+    max_processes: int = 128
+    max_memory_bytes: int = 2 << 30
+    max_cpu_seconds: int = 60
+    max_file_bytes: int = 64 << 20
+    max_open_files: int = 256
+    disk_bytes: int = 128 << 20
+    lifetime_seconds: int = 900
+    command_timeout_seconds: float = 30.0
+
+
+DEFAULT_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": HOME,
+    "USER": "root",
+    "LOGNAME": "root",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm-256color",
+}
+
+
+def bwrap_available() -> bool:
+    """Whether ``bwrap`` is installed and can create namespaces here."""
+    if not shutil.which("bwrap"):
+        return False
+    try:
+        with Sandbox() as sb:
+            return sb.run(["/bin/true"], timeout=10).returncode == 0
+    except (SandboxError, OSError):
+        return False
+
+
+@dataclass(frozen=True)
+class SandboxProcess:
+    """A process started in a sandbox.
+
+    Attributes:
+        process: the host-side handle (bwrap).
+        root: the host path of the sandbox's file tree (``/proc/<pid>/root``), valid while
+            the process lives; the host reaches sockets and files inside through it.
+    """
+
+    process: subprocess.Popen
+    root: Path
+
+
+@dataclass
+class Sandbox:
+    """One jail. Use as a context manager, or call :meth:`close`.
+
+    Args:
+        limits: resource limits.
+        hostname: hostname shown inside.
+        env: extra environment variables (on top of :data:`DEFAULT_ENV`; nothing of the
+            host's environment is passed).
+        files: files to create inside before start, ``{path inside: content}``; paths under
+            ``/root``, ``/app`` and ``/tmp`` are copied into the private tmpfs.
+
+    Example:
+        >>> with Sandbox() as sb:  # doctest: +SKIP
+        ...     sb.run(["bash", "-c", "echo hi"]).stdout
+        'hi\\n'
+    """
+
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    hostname: str = "sandbox"
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not shutil.which("bwrap"):
+            raise SandboxError("bwrap not found: install the Debian package 'bubblewrap'")
+        self.uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        self.host_dir = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
+        # The control directory is the one path shared with the host: sockets and the
+        # files to seed. It is owned by the sandbox's uid.
+        self.ctl_dir = self.host_dir / "ctl"
+        self.etc_dir = self.host_dir / "etc"
+        self.ctl_dir.mkdir()
+        self.etc_dir.mkdir()
+        (self.etc_dir / "passwd").write_text(
+            "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        )
+        (self.etc_dir / "group").write_text("root:x:0:\nnogroup:x:65534:\n")
+        (self.etc_dir / "hostname").write_text(self.hostname + "\n")
+        (self.etc_dir / "hosts").write_text(f"127.0.0.1\tlocalhost {self.hostname}\n::1\tlocalhost\n")
+        (self.etc_dir / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files\n")
+        seed = self.ctl_dir / "seed"
+        for path, content in self.files.items():
+            if not path.startswith(("/root/", "/app/", "/tmp/")):
+                raise SandboxError(f"seed file {path!r} must be under /root, /app or /tmp")
+            dest = seed / path.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(content)
+        os.chmod(self.host_dir, 0o711)
+        for p in [self.ctl_dir, *self.ctl_dir.rglob("*")]:
+            os.chown(p, self.uid, self.uid)
+        self._procs: list[subprocess.Popen] = []
+        self.closed = False
+
+    # -- command lines -------------------------------------------------------------
+    def _prefix(self) -> list[str]:
+        lim = self.limits
+        cmd = [
+            "prlimit",
+            f"--nproc={lim.max_processes}",
+            f"--as={lim.max_memory_bytes}",
+            f"--cpu={lim.max_cpu_seconds}",
+            f"--fsize={lim.max_file_bytes}",
+            f"--nofile={lim.max_open_files}",
+            "--core=0",
+            "--",
+            "bwrap",
+            "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
+            "--unshare-user",
+            "--uid", "0", "--gid", "0",
+            "--hostname", self.hostname,
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--proc", "/proc",
+            "--dev", "/dev",
+        ]
+        for path in SYSTEM_PATHS:
+            if os.path.exists(path):
+                cmd += ["--ro-bind", path, path]
+        for name in ("bin", "sbin", "lib", "lib64"):
+            if os.path.islink(f"/{name}") or os.path.isdir(f"/usr/{name}"):
+                cmd += ["--symlink", f"usr/{name}", f"/{name}"]
+        for name in ("passwd", "group", "hostname", "hosts", "nsswitch.conf"):
+            cmd += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
+        for path in (HOME, WORKDIR, "/tmp"):
+            cmd += ["--perms", "0755", "--size", str(lim.disk_bytes), "--tmpfs", path]
+        # Seed files come in read-only; /run/tmux is a small private tmpfs for sockets,
+        # reached from the host through /proc/<pid>/root (see SandboxProcess.root).
+        cmd += ["--ro-bind", str(self.ctl_dir), "/run/lwm"]
+        cmd += ["--perms", "0700", "--size", str(1 << 20), "--tmpfs", "/run/tmux", "--chdir", WORKDIR]
+        cmd += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs mounts stay writable
+        for k, v in {**DEFAULT_ENV, **self.env}.items():
+            cmd += ["--setenv", k, v]
+        return cmd
+
+    def _wrap(self, argv: Sequence[str]) -> list[str]:
+        # Seed files are copied inside (as the sandbox's root), then the command runs
+        # under a hard wall-clock lifetime.
+        inner = (
+            'if [ -d /run/lwm/seed ]; then cp -a /run/lwm/seed/. / 2>/dev/null; fi; '
+            f'exec timeout -s KILL {self.limits.lifetime_seconds} "$@"'
+        )
+        return self._prefix() + ["/bin/sh", "-c", inner, "sh", *argv]
+
+    def _host_env(self) -> dict[str, str]:
+        return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+    # -- running ---------------------------------------------------------------------
+    def spawn(self, argv: Sequence[str], **popen_kwargs) -> "SandboxProcess":
+        """Start ``argv`` inside the sandbox (killed on close).
+
+        Returns:
+            the process and the host path of the sandbox's file tree.
+
+        Raises:
+            SandboxError: bwrap could not create the sandbox.
+        """
+        self._check_open()
+        info_r, info_w = os.pipe()
+        prefix = self._wrap(argv)
+        at = prefix.index("bwrap") + 1
+        prefix[at:at] = ["--info-fd", str(info_w)]
+        try:
+            proc = subprocess.Popen(
+                prefix,
+                user=self.uid,
+                group=self.uid,
+                extra_groups=[],
+                process_group=0,
+                env=self._host_env(),
+                cwd=self.host_dir,
+                pass_fds=(info_w,),
+                **popen_kwargs,
+            )
+        finally:
+            os.close(info_w)
+        self._procs.append(proc)
+        with os.fdopen(info_r, "rb") as f:
+            info = f.read()  # bwrap closes the fd once the namespaces exist
+        try:
+            child = json.loads(info)["child-pid"]
+        except (ValueError, KeyError):
+            proc.wait(timeout=10)
+            raise SandboxError(f"bwrap failed to start (exit {proc.returncode})") from None
+        return SandboxProcess(proc, Path(f"/proc/{child}/root"))
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float | None = None,
+        max_output_bytes: int = 1 << 20,
+    ) -> subprocess.CompletedProcess:
+        """Run ``argv`` to completion in a fresh jail of this sandbox's kind.
+
+        Each call gets fresh private directories (state does not persist between calls;
+        use a long-lived process such as the terminal environment's shell for that).
+
+        Args:
+            argv: the command.
+            input: text for standard input.
+            timeout: wall-clock limit in seconds (default ``limits.command_timeout_seconds``);
+                on expiry the whole process tree is killed and ``returncode`` is ``-9``.
+            max_output_bytes: stdout and stderr are each cut to this size.
+
+        Returns:
+            the completed process, with text ``stdout``/``stderr``.
+        """
+        timeout = self.limits.command_timeout_seconds if timeout is None else timeout
+        proc = self.spawn(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ).process
+        try:
+            out, err = proc.communicate(input.encode() if input is not None else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._kill(proc)
+            out, err = proc.communicate()
+        dec = lambda b: b[:max_output_bytes].decode("utf-8", "replace")  # noqa: E731
+        return subprocess.CompletedProcess(list(argv), proc.returncode, dec(out), dec(err))
+
+    def host_command(self, argv: Sequence[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
+        """Run a trusted host program (e.g. the tmux client) as the sandbox's unprivileged
+        uid, talking to the sandbox through the control directory only."""
+        self._check_open()
+        return subprocess.run(
+            list(argv), user=self.uid, group=self.uid, extra_groups=[], env=self._host_env(),
+            cwd=self.ctl_dir, capture_output=True, text=True, timeout=timeout,
+        )
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+
+    def close(self) -> None:
+        """Kill every process inside and delete the sandbox's files. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        for proc in self._procs:
+            self._kill(proc)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - a zombie bwrap
+                pass
+        shutil.rmtree(self.host_dir, ignore_errors=True)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # last resort: never leave processes behind
+        if not getattr(self, "closed", True):
+            self.close()

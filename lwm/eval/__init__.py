@@ -1,0 +1,1 @@
+"""Evaluation: fidelity metrics, LLM judge, the benchmark runner and its reports."""

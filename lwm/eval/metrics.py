@@ -1,0 +1,134 @@
+"""Deterministic fidelity metrics: masked exact match, edit similarity, line F1.
+
+All three compare a predicted observation with the real one after the same
+normalization (lines right-stripped, trailing blank lines dropped). Volatile spans of
+the real observation (see :mod:`lwm.data.volatility`) match anything: a word span any
+word, a line span any lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+from rapidfuzz.distance import Levenshtein
+
+from lwm.schema import Span
+
+_MASK = "\x00"  # stands for a volatile span in both texts when they are compared
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Scores of one prediction, each in [0, 1].
+
+    Attributes:
+        exact: 1.0 if the prediction equals the real observation outside volatile spans.
+        edit_similarity: 1 − Levenshtein distance / length of the longer text.
+        line_f1: F1 of the multisets of lines.
+    """
+
+    exact: float
+    edit_similarity: float
+    line_f1: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: round(v, 6) for k, v in asdict(self).items()}
+
+
+def normalize(text: str) -> str:
+    """Right-strip every line and drop trailing blank lines."""
+    return "\n".join(line.rstrip() for line in text.split("\n")).rstrip("\n")
+
+
+def _pattern(text: str, spans: list[Span]) -> str:
+    parts, pos = [], 0
+    for s, e in spans:
+        parts.append(re.escape(text[pos:s]))
+        parts.append(r"[\s\S]*?" if _covers_lines(text, s, e) else r"\S*")
+        pos = e
+    parts.append(re.escape(text[pos:]))
+    return "".join(parts)
+
+
+def _covers_lines(text: str, s: int, e: int) -> bool:
+    # A span across or over whole lines may match any lines; a word span, any word.
+    starts_line = s == 0 or text[s - 1] == "\n"
+    ends_line = e == len(text) or text[e] == "\n"
+    return "\n" in text[s:e] or (starts_line and ends_line)
+
+
+def _masked(text: str, spans: list[Span]) -> str:
+    parts, pos = [], 0
+    for s, e in spans:
+        parts += [text[pos:s], _MASK]
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _clip(spans: list[Span], n: int) -> list[Span]:
+    return [(max(0, s), min(n, e)) for s, e in spans if s < n and e > s]
+
+
+def fidelity(predicted: str, real: str, volatile: list[Span] | None = None) -> Fidelity:
+    """Score ``predicted`` against ``real``.
+
+    Args:
+        predicted: the predicted observation text (already extracted, see
+            :func:`lwm.parse.parse_output`).
+        real: the real observation text.
+        volatile: ``[start, end)`` spans of ``real`` that vary between real runs.
+            Offsets refer to ``real`` as given; normalization keeps them valid because
+            it only removes whitespace at line ends, which spans never rely on.
+
+    Returns:
+        the three scores.
+    """
+    spans = _clip(sorted(volatile or []), len(real))
+    if spans:
+        real_n = real  # keep offsets; compare line-normalized copies below
+        masked_real = normalize(_masked(real_n, spans))
+        if re.fullmatch(_pattern(real_n, spans), predicted) or re.fullmatch(
+            _pattern(normalize(real_n), _clip(spans, len(normalize(real_n)))), normalize(predicted)
+        ):
+            return Fidelity(1.0, 1.0, 1.0)
+        # Replace predicted lines that match a real line up to its volatile spans by the
+        # masked form of that line, so volatility counts against neither metric.
+        line_patterns = _line_patterns(real_n, spans)
+        pred_lines = []
+        for line in normalize(predicted).split("\n"):
+            for pat, masked_line in line_patterns:
+                if pat.fullmatch(line):
+                    line = masked_line
+                    break
+            pred_lines.append(line)
+        a, b = "\n".join(pred_lines), masked_real
+    else:
+        a, b = normalize(predicted), normalize(real)
+    exact = 1.0 if a == b else 0.0
+    return Fidelity(exact, Levenshtein.normalized_similarity(a, b), line_f1(a, b))
+
+
+def _line_patterns(real: str, spans: list[Span]) -> list[tuple[re.Pattern, str]]:
+    out, start = [], 0
+    for line in real.split("\n"):
+        end = start + len(line)
+        local = [(max(s, start) - start, min(e, end) - start) for s, e in spans if s < end and e > start]
+        if local:
+            out.append((re.compile(_pattern(line, local)), _masked(line, local).rstrip()))
+        start = end + 1
+    return out
+
+
+def line_f1(predicted: str, real: str) -> float:
+    """F1 between the multisets of lines of two texts (1.0 when both are empty)."""
+    p, r = Counter(predicted.split("\n")), Counter(real.split("\n"))
+    if not predicted and not real:
+        return 1.0
+    overlap = sum((p & r).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / sum(p.values()), overlap / sum(r.values())
+    return 2 * precision * recall / (precision + recall)

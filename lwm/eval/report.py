@@ -1,0 +1,130 @@
+"""Aggregate scored predictions into tables: per domain, per turn depth, macro and micro.
+
+Deterministic metrics are means over the rows that produced a prediction, ×100; rows
+whose generation failed are counted in ``failed``, never dropped silently. Judge scores
+follow AgentWorldBench: a row's score is the mean of its valid dimensions (1–5),
+reported as (x − 1) / 4 × 100; the headline is the macro mean over domains.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from statistics import mean
+
+from rich.console import Console
+from rich.table import Table
+
+from lwm.jsonl import dumps, write_atomic
+
+METRICS = ("exact", "edit_similarity", "line_f1")
+DEPTHS = ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 10**9, "9+"))
+
+
+def _depth(turn: int) -> str:
+    return next(name for lo, hi, name in DEPTHS if lo <= turn <= hi)
+
+
+def _pct(values: list[float]) -> float | None:
+    return round(100 * mean(values), 2) if values else None
+
+
+def _group(records: list[dict]) -> dict:
+    ok = [r for r in records if r.get("error") is None]
+    g: dict = {
+        "rows": len(records),
+        "failed": len(records) - len(ok),
+        "parse_issue_rows": sum(1 for r in ok if r.get("parse_issues")),
+        "truncated_history_rows": sum(1 for r in records if r.get("dropped_turns")),
+    }
+    for m in METRICS:
+        g[m] = _pct([r["fidelity"][m] for r in ok])
+    judged = [r["judge"] for r in records if "judge" in r]
+    if judged:
+        mode = judged[0]["mode"]
+        valid = [j for j in judged if j.get("error") is None and (j.get("total") if mode == "score" else j.get("wins")) is not None]
+        g["judge_failed"] = len(records) - len(valid)
+        if mode == "score":
+            g["judge_score"] = round(mean((j["total"] - 1) / 4 * 100 for j in valid), 2) if valid else None
+        else:
+            g["judge_wins"] = _pct([j["wins"] for j in valid])
+    return g
+
+
+def summarize(records: list[dict], run_info: dict) -> dict:
+    """Summary of a scored run (the content of ``summary.json``)."""
+    by_domain: dict[str, list[dict]] = defaultdict(list)
+    by_depth: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_domain[r["domain"]].append(r)
+        by_depth[_depth(r["turn_idx"])].append(r)
+    domains = {d: _group(rs) for d, rs in sorted(by_domain.items())}
+    headline = [m for m in (*METRICS, "judge_score", "judge_wins") if any(m in g for g in domains.values())]
+    macro = {m: round(mean(vals), 2) if (vals := [g[m] for g in domains.values() if g.get(m) is not None]) else None
+             for m in headline}
+    micro = _group(records)
+    issues = Counter(i for r in records for i in r.get("parse_issues") or [])
+    return {
+        "run": run_info,
+        "rows": len(records),
+        "failed": micro["failed"],
+        "errors": dict(Counter((r["error"] or "").split(":")[0] for r in records if r.get("error"))),
+        "parse_issues": dict(issues),
+        "macro": macro,
+        "micro": {m: micro.get(m) for m in headline},
+        "domains": domains,
+        "depth": {name: _group(by_depth[name]) for _, _, name in DEPTHS if name in by_depth},
+    }
+
+
+def _table(title: str, groups: dict[str, dict], first: str) -> Table:
+    cols = [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
+                        "judge_score", "judge_wins", "judge_failed") if any(c in g for g in groups.values())]
+    t = Table(title=title)
+    t.add_column(first)
+    for c in cols:
+        t.add_column(c.replace("_", " "), justify="right")
+    for name, g in groups.items():
+        t.add_row(name, *("—" if g.get(c) is None else str(g.get(c)) for c in cols))
+    return t
+
+
+def print_summary(summary: dict, console: Console | None = None) -> None:
+    """Print the domain and depth tables and the headline."""
+    console = console or Console()
+    console.print(_table("World-model fidelity by domain (metrics ×100)", summary["domains"], "domain"))
+    console.print(_table("By turn depth", summary["depth"], "turn"))
+    console.print(f"[bold]macro[/bold] {summary['macro']}   [bold]micro[/bold] {summary['micro']}")
+    console.print(f"rows {summary['rows']}, failed {summary['failed']} {summary['errors'] or ''}, "
+                  f"parse issues {summary['parse_issues'] or 'none'}")
+
+
+def to_markdown(summary: dict) -> str:
+    """The summary as Markdown tables."""
+    def md(groups: dict[str, dict], first: str) -> str:
+        cols = [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
+                            "judge_score", "judge_wins", "judge_failed") if any(c in g for g in groups.values())]
+        lines = [f"| {first} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+        for name, g in groups.items():
+            lines.append(f"| {name} | " + " | ".join("—" if g.get(c) is None else str(g[c]) for c in cols) + " |")
+        return "\n".join(lines)
+
+    run = summary["run"]
+    return "\n\n".join([
+        f"# lwm eval: {run.get('model')}",
+        f"Sampling: `{dumps(run.get('sampling'))}`; history budget {run.get('max_prompt_tokens')} tokens; "
+        f"judge: {run.get('judge') or 'none'}.",
+        "## By domain (metrics ×100)", md(summary["domains"], "domain"),
+        "## By turn depth", md(summary["depth"], "turn"),
+        f"Macro: `{dumps(summary['macro'])}`  \nMicro: `{dumps(summary['micro'])}`",
+        f"Rows: {summary['rows']}; failed: {summary['failed']} {dumps(summary['errors'])}; "
+        f"parse issues: `{dumps(summary['parse_issues'])}`",
+    ]) + "\n"
+
+
+def write_reports(out: Path, summary: dict) -> None:
+    """Write ``summary.json`` and ``report.md`` atomically."""
+    import json
+
+    write_atomic(Path(out) / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(Path(out) / "report.md", to_markdown(summary))

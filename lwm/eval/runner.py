@@ -1,0 +1,245 @@
+"""``lwm eval``: predict every row with a world model, score it, report.
+
+Unlike the reference script, requests run concurrently, a crashed or interrupted run
+resumes without redoing finished rows, every failure is counted, and decoding settings
+are explicit and recorded. Output directory::
+
+    predictions.partial.jsonl  one line per finished row, appended as rows finish
+    judgments.partial.jsonl    the same for judge verdicts (with a judge)
+    predictions.jsonl          final: every row in input order, with its scores
+    summary.json, report.md    aggregate tables
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lwm.errors import DataNotFoundError
+from lwm.eval.metrics import fidelity
+from lwm.eval.prompts import build_messages
+from lwm.jsonl import JsonlAppender, iter_jsonl, write_jsonl
+from lwm.models.base import ChatModel, SamplingParams
+from lwm.parse import observation_text, parse_output
+from lwm.progress import progress_bar
+from lwm.schema import BenchRow, read_rows
+
+JudgeMode = Literal["score", "real", "closer"]
+
+
+@dataclass
+class EvalConfig:
+    """Settings of ``lwm eval`` (the CLI's flags mirror these fields).
+
+    Attributes:
+        out: run directory (resumed if it holds a partial run).
+        data: AgentWorldBench directory (``{domain}_test.jsonl`` files) or one file.
+        domains: only these domains.
+        limit: only the first N rows (after the domain filter).
+        sampling: decoding settings of the world model.
+        max_prompt_tokens: history window budget in tokens (oldest turns dropped first).
+        judge_mode: ``score`` (five-dimension rubric), ``real`` (which response is real,
+            both orders) or ``closer`` (which of this run and ``baseline`` is closer to the
+            ground truth, both orders).
+        baseline: ``predictions.jsonl`` of another run, for ``judge_mode="closer"``.
+        judge_sampling: decoding settings of the judge.
+    """
+
+    out: Path
+    data: Path | None = None
+    domains: tuple[str, ...] | None = None
+    limit: int | None = None
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=256))
+    max_prompt_tokens: int = 2048
+    judge_mode: JudgeMode = "score"
+    baseline: Path | None = None
+    judge_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=1024))
+
+
+def row_key(index: int, row: BenchRow) -> str:
+    """Stable key of a row: its position and a hash of its content."""
+    h = hashlib.sha1()
+    for part in (row.task, str(row.id), str(row.turn_idx), row.system_str, row.current_prompt, row.ground_truth):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return f"{index:06d}-{h.hexdigest()[:12]}"
+
+
+def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | None = None) -> list[BenchRow]:
+    """Read AgentWorldBench rows from a directory of ``*_test.jsonl`` files or one file.
+
+    Raises:
+        DataNotFoundError: no such file or no ``*_test.jsonl`` in the directory.
+        RowFormatError: a malformed line (names file and line).
+    """
+    data = Path(data)
+    if data.is_dir():
+        files = sorted(data.glob("*_test.jsonl"))
+        if not files:
+            raise DataNotFoundError(f"no *_test.jsonl files in {data}")
+    elif data.is_file():
+        files = [data]
+    else:
+        raise DataNotFoundError(f"{data} does not exist")
+    rows = [r for f in files for r in read_rows(f) if not domains or r.domain in domains]
+    return rows[:limit] if limit else rows
+
+
+def _load_partial(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    return {obj["key"]: obj for _, obj in iter_jsonl(path, skip_truncated_tail=True)}
+
+
+async def predict_rows(
+    rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, show_progress: bool = True
+) -> dict[str, dict]:
+    """Predict every row not yet in ``predictions.partial.jsonl``; return all records."""
+    path = Path(config.out) / "predictions.partial.jsonl"
+    records = _load_partial(path)
+    todo = [(row_key(i, r), r) for i, r in enumerate(rows) if row_key(i, r) not in records]
+    sampling = config.sampling.to_dict()
+
+    async def one(key: str, row: BenchRow) -> dict:
+        messages, dropped = build_messages(row, model.count_tokens, config.max_prompt_tokens)
+        rec: dict[str, Any] = {"key": key, "domain": row.domain, "id": row.id, "turn_idx": row.turn_idx,
+                               "model": model.name, "sampling": sampling, "dropped_turns": dropped}
+        try:
+            gen = await model.generate(messages, config.sampling)
+        except Exception as e:  # counted as a failed row, never fatal
+            return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
+        parsed = parse_output(gen.text, gen.reasoning)
+        return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": parsed.observation,
+                      "parse_issues": parsed.issues, "finish_reason": gen.finish_reason,
+                      "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                      "error": None}
+
+    with JsonlAppender(path) as sink, progress_bar("predict", len(todo), show_progress) as advance:
+        for coro in asyncio.as_completed([one(k, r) for k, r in todo]):
+            rec = await coro
+            sink.append(rec)
+            records[rec["key"]] = rec
+            advance()
+    return records
+
+
+async def judge_rows(
+    rows: list[BenchRow], records: dict[str, dict], judge: ChatModel, config: EvalConfig,
+    *, show_progress: bool = True,
+) -> dict[str, dict]:
+    """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts."""
+    from lwm.eval import judge as J
+
+    path = Path(config.out) / "judgments.partial.jsonl"
+    verdicts = _load_partial(path)
+    baseline: dict[str, dict] = {}
+    if config.judge_mode == "closer":
+        if not config.baseline:
+            raise DataNotFoundError("judge mode 'closer' needs --baseline PREDICTIONS.jsonl")
+        baseline = {o["key"]: o for _, o in iter_jsonl(config.baseline)}
+    keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
+    todo = [(k, r) for k, r in keyed if k not in verdicts and records.get(k, {}).get("error") is None]
+
+    async def one(key: str, row: BenchRow) -> dict:
+        pred = records[key]["observation"]
+        if config.judge_mode == "score":
+            s = await J.judge_score(judge, row, pred, config.judge_sampling)
+            return {"key": key, "mode": "score", "scores": s.scores, "total": s.total, "error": s.error,
+                    "strengths": s.strengths, "weaknesses": s.weaknesses}
+        if config.judge_mode == "real":
+            v = await J.judge_which_real(judge, row, pred, config.judge_sampling)
+        else:
+            other = baseline.get(key, {}).get("observation")
+            if other is None:
+                return {"key": key, "mode": "closer", "wins": None, "error": "no baseline prediction for this row"}
+            v = await J.judge_which_closer(judge, row, pred, other, config.judge_sampling)
+        return {"key": key, "mode": config.judge_mode, "wins": v.wins, "verdicts": v.verdicts,
+                "valid": v.valid, "error": v.error}
+
+    with JsonlAppender(path) as sink, progress_bar(f"judge ({config.judge_mode})", len(todo), show_progress) as advance:
+        for coro in asyncio.as_completed([one(k, r) for k, r in todo]):
+            v = await coro
+            sink.append(v)
+            verdicts[v["key"]] = v
+            advance()
+    return verdicts
+
+
+def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[str, dict]) -> list[dict]:
+    """Final records in input order: prediction, deterministic fidelity, judge verdict."""
+    out = []
+    for i, row in enumerate(rows):
+        key = row_key(i, row)
+        rec = dict(records.get(key) or {"key": key, "domain": row.domain, "id": row.id,
+                                         "turn_idx": row.turn_idx, "error": "not predicted"})
+        if rec.get("error") is None:
+            real = observation_text(row.ground_truth)
+            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile).to_dict()
+        if key in verdicts:
+            rec["judge"] = {k: v for k, v in verdicts[key].items() if k != "key"}
+        out.append(rec)
+    return out
+
+
+async def evaluate(
+    config: EvalConfig,
+    model: ChatModel,
+    judge: ChatModel | None = None,
+    *,
+    rows: list[BenchRow] | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Run (or resume) an evaluation and write its outputs.
+
+    Args:
+        config: settings.
+        model: the world model.
+        judge: the judge model, or ``None`` for deterministic metrics only.
+        rows: rows to evaluate (default: read from ``config.data``).
+
+    Returns:
+        the summary (also written to ``summary.json``).
+
+    Raises:
+        DataNotFoundError: no input rows.
+        RowFormatError: a malformed input line.
+    """
+    from lwm.eval.report import summarize, write_reports
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if rows is None:
+        if config.data is None:
+            raise DataNotFoundError("no rows: pass --data DIR")
+        rows = load_rows(config.data, config.domains, config.limit)
+    if not rows:
+        raise DataNotFoundError(f"no rows to evaluate in {config.data}")
+    t0 = time.monotonic()
+    records = await predict_rows(rows, model, config, show_progress=show_progress)
+    t_pred = time.monotonic() - t0
+    verdicts = await judge_rows(rows, records, judge, config, show_progress=show_progress) if judge else {}
+    final = score_rows(rows, records, verdicts)
+    write_jsonl(out / "predictions.jsonl", final)
+    run_info = {
+        "model": model.name,
+        "judge": judge.name if judge else None,
+        "judge_mode": config.judge_mode if judge else None,
+        "sampling": config.sampling.to_dict(),
+        "judge_sampling": config.judge_sampling.to_dict() if judge else None,
+        "max_prompt_tokens": config.max_prompt_tokens,
+        "data": str(config.data) if config.data else None,
+        "predict_seconds_this_invocation": round(t_pred, 2),
+    }
+    summary = summarize(final, run_info)
+    write_reports(out, summary)
+    return summary
+
+
+def config_dict(config: EvalConfig) -> dict:
+    """The config as JSON-ready data."""
+    d = asdict(config)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}

@@ -1,0 +1,108 @@
+"""JSON Lines I/O: line-numbered reading, atomic writing, crash-safe appending.
+
+Lines are split on ``\\n`` only: AgentWorldBench rows contain U+2028 inside strings,
+which ``str.splitlines`` would wrongly treat as a line break.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lwm.errors import RowFormatError
+
+
+def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for every non-blank line of a JSONL file.
+
+    Args:
+        path: the file.
+        skip_truncated_tail: tolerate a last line that lacks its newline and does not
+            parse (what a crash in the middle of an append leaves behind). Used when
+            resuming; the line is skipped, its work is redone.
+
+    Raises:
+        RowFormatError: a line is not a JSON object (names the file and the 1-based line).
+    """
+    path = Path(path)
+    data = path.read_bytes().decode("utf-8")
+    lines = data.split("\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            if skip_truncated_tail and i == last:
+                return
+            raise RowFormatError(path, i + 1, f"not valid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise RowFormatError(path, i + 1, f"expected a JSON object, got {type(obj).__name__}")
+        yield i + 1, obj
+
+
+def dumps(obj: Any) -> str:
+    """One JSON line (UTF-8 kept readable, no embedded newline)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl(path: str | Path, objects: Iterable[Any]) -> None:
+    """Write objects as JSON Lines, atomically."""
+    write_atomic(path, "".join(dumps(o) + "\n" for o in objects))
+
+
+class JsonlAppender:
+    """Append one object per line and flush it to disk at once, so a crash loses at most
+    the line being written (which :func:`iter_jsonl` skips when resuming)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        # A crash can leave a last line without its newline; cut it so the next append
+        # starts on a fresh line.
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        data = self.path.read_bytes()
+        if not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            with open(self.path, "r+b") as f:
+                f.truncate(cut)
+
+    def append(self, obj: Any) -> None:
+        self._f.write(dumps(obj) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

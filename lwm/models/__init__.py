@@ -1,0 +1,44 @@
+"""World-model backends behind one interface (:class:`ChatModel`)."""
+
+from __future__ import annotations
+
+from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, SamplingParams
+
+__all__ = ["ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model"]
+
+
+def load_model(
+    model: str = "embedded",
+    *,
+    base_url: str | None = None,
+    api_key: str = "EMPTY",
+    concurrency: int = 16,
+    timeout: float = 600.0,
+    context_window: int | None = None,
+) -> ChatModel:
+    """Build a world-model backend.
+
+    Args:
+        model: ``"embedded"`` for the bundled SmolLM2 on llama.cpp, a path to a ``.gguf``
+            file, or (with ``base_url``) the model name served by an OpenAI-compatible
+            endpoint.
+        base_url: the endpoint (e.g. ``http://127.0.0.1:8000/v1``); selects the
+            OpenAI-compatible backend.
+        api_key: bearer token for the endpoint.
+        concurrency: requests in flight at most (OpenAI-compatible backend).
+        timeout: seconds per request (OpenAI-compatible backend).
+        context_window: context length in tokens, if known.
+
+    Raises:
+        ModelUnavailableError: the local runtime or weights are missing.
+    """
+    if base_url:
+        from lwm.models.openai_compat import OpenAIChatModel
+
+        return OpenAIChatModel(
+            model, base_url, api_key, concurrency=concurrency, timeout=timeout, context_window=context_window
+        )
+    from lwm.models.embedded import LlamaCppChatModel
+
+    path = None if model == "embedded" else model
+    return LlamaCppChatModel(path, n_ctx=context_window or 4096)

@@ -1,0 +1,78 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp server, Ollama, hosted APIs)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lwm.models.base import Generation, Message, SamplingParams, approx_tokens
+
+
+class OpenAIChatModel:
+    """A world model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Uses the ``openai`` SDK's async client, whose retries back off exponentially on
+    transient errors (connection errors, 408, 409, 429, 5xx).
+
+    Args:
+        model: the served model name.
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        api_key: sent as a bearer token (``"EMPTY"`` for local servers).
+        concurrency: requests in flight at most.
+        timeout: seconds per request.
+        max_retries: retries per request on transient errors.
+        context_window: the server's context length, if known (for history windows).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str = "EMPTY",
+        *,
+        concurrency: int = 16,
+        timeout: float = 600.0,
+        max_retries: int = 4,
+        context_window: int | None = None,
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        self.name, self.base_url, self.context_window = model, base_url, context_window
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
+        kwargs: dict[str, Any] = dict(
+            model=self.name,
+            messages=messages,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+        )
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        if sampling.stop:
+            kwargs["stop"] = list(sampling.stop)
+        if sampling.extra_body:
+            kwargs["extra_body"] = sampling.extra_body
+        async with self._slots:
+            resp = await self._client.chat.completions.create(**kwargs)
+        choice = resp.choices[0]
+        msg = choice.message
+        # vLLM/SGLang put parsed reasoning in `reasoning_content` (newer vLLM: `reasoning`).
+        extra = msg.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        usage = resp.usage
+        return Generation(
+            text=msg.content or "",
+            reasoning=reasoning,
+            finish_reason=choice.finish_reason,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        await self._client.close()

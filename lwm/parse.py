@@ -1,0 +1,136 @@
+"""Reading a world model's answer: reasoning removal and observation extraction.
+
+The answer is the **last** ``<predicted_observation>…</predicted_observation>`` block
+after all reasoning is removed; without a tag, the cleaned text (DESIGN.md §4, the
+convention of Qwen-AgentWorld's ``eval.py``). Broken output is parsed as well as it can
+be, and every irregularity is reported in :attr:`ParsedOutput.issues` so callers count
+it instead of dropping the row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lwm.schema import OBSERVATION_MARKER
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+OBS_OPEN, OBS_CLOSE = "<predicted_observation>", "</predicted_observation>"
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+_OBS_BLOCK = re.compile(r"<predicted_observation>(.*?)</predicted_observation>", re.DOTALL | re.IGNORECASE)
+_OBS_OPEN = re.compile(r"<predicted_observation>", re.IGNORECASE)
+_FENCED = re.compile(r"\A(`{3,})[^\n`]*\n(.*?)\n?\1\s*\Z", re.DOTALL)
+
+#: Names of the irregularities :func:`parse_output` reports.
+ISSUES = (
+    "orphan_think_close",  # a </think> with no opening tag (prompt-side <think>): text before it is reasoning
+    "unclosed_think",  # a <think> never closed: the rest is reasoning
+    "no_observation_tag",  # no <predicted_observation> block: the cleaned text is the answer
+    "unclosed_observation_tag",  # an opening tag without its close (truncated output)
+    "multiple_observation_tags",  # several blocks: the last one is the answer
+    "observation_inside_reasoning",  # the only block was inside unclosed reasoning
+    "empty",  # nothing left
+)
+
+
+@dataclass
+class ParsedOutput:
+    """A world model's output, taken apart.
+
+    Attributes:
+        observation: the predicted observation (marker and single enclosing fence removed).
+        reasoning: all reasoning text found, joined by blank lines.
+        issues: irregularities found, names from :data:`ISSUES`.
+    """
+
+    observation: str
+    reasoning: str = ""
+    issues: list[str] = field(default_factory=list)
+
+
+def split_reasoning(text: str) -> tuple[str, str, list[str]]:
+    """Separate reasoning from the rest.
+
+    Handles closed, nested and unclosed ``<think>`` blocks, and a leading orphan
+    ``</think>`` (chat templates that open the block in the prompt).
+
+    Returns:
+        ``(answer_text, reasoning_text, issues)``.
+    """
+    issues: list[str] = []
+    reasoning: list[str] = []
+    out: list[str] = []
+    depth, pos, start = 0, 0, 0
+    for m in _THINK_TAG.finditer(text):
+        closing = m.group(1) == "/"
+        if not closing:
+            if depth == 0:
+                out.append(text[pos : m.start()])
+                start = m.end()
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                reasoning.append(text[start : m.start()])
+                pos = m.end()
+        else:  # orphan close: everything so far was reasoning
+            issues.append("orphan_think_close")
+            reasoning = ["".join(out) + text[pos : m.start()]]
+            out = []
+            pos = m.end()
+    if depth > 0:
+        issues.append("unclosed_think")
+        reasoning.append(text[start:])
+    else:
+        out.append(text[pos:])
+    return "".join(out), "\n\n".join(r.strip() for r in reasoning if r.strip()), issues
+
+
+def observation_text(text: str) -> str:
+    """Clean an observation: drop the ``**Environment Observation:**`` marker and one
+    fenced block that encloses everything. Works on ground truth and predictions alike."""
+    text = text.strip("\n")
+    stripped = text.strip()
+    if stripped.startswith(OBSERVATION_MARKER):
+        text = stripped[len(OBSERVATION_MARKER) :].strip("\n")
+    m = _FENCED.match(text.strip())
+    if m:
+        return m.group(2)
+    return text.strip()
+
+
+def parse_output(text: str, reasoning_content: str | None = None) -> ParsedOutput:
+    """Extract the predicted observation from a world model's raw output.
+
+    Args:
+        text: the message content.
+        reasoning_content: reasoning the server returned separately (vLLM/SGLang
+            ``reasoning_content``), if any.
+
+    Returns:
+        the observation, the reasoning and the list of irregularities.
+    """
+    answer, reasoning, issues = split_reasoning(text or "")
+    if reasoning_content:
+        reasoning = (reasoning_content.strip() + "\n\n" + reasoning).strip()
+    blocks = _OBS_BLOCK.findall(answer)
+    if len(blocks) > 1:
+        issues.append("multiple_observation_tags")
+    if blocks:
+        obs = blocks[-1]
+    else:
+        opens = list(_OBS_OPEN.finditer(answer))
+        inner = _OBS_BLOCK.findall(reasoning) if "unclosed_think" in issues else []
+        if opens:
+            issues.append("unclosed_observation_tag")
+            obs = answer[opens[-1].end() :]
+        elif inner:
+            issues.append("observation_inside_reasoning")
+            obs = inner[-1]
+        else:
+            issues.append("no_observation_tag")
+            obs = answer
+    obs = observation_text(obs)
+    if not obs.strip():
+        issues.append("empty")
+    return ParsedOutput(observation=obs, reasoning=reasoning, issues=issues)

@@ -1,0 +1,269 @@
+"""The data `lwm` moves around: turns, trajectories, transitions, AgentWorldBench rows.
+
+An *episode* played in an environment becomes a :class:`Trajectory`: a system prompt,
+an initial observation and a list of :class:`Turn` (action → observation). Every
+observation carries its :class:`Provenance`. A trajectory of T turns yields T
+:class:`Transition` objects and T :class:`BenchRow` objects, one per turn, in the
+AgentWorldBench format (Qwen-AgentWorld, arXiv 2606.24597; fields as documented in the
+QwenLM/Qwen-AgentWorld README and read by its ``eval/eval.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lwm.errors import RowFormatError
+from lwm.jsonl import iter_jsonl, write_jsonl
+
+OBSERVATION_MARKER = "**Environment Observation:**"
+TRAILING_INSTRUCTION = (
+    "Predict the environment's next observation after this action. Think first, then write "
+    "the observation inside <predicted_observation></predicted_observation>."
+)
+
+Span = tuple[int, int]
+
+
+class Provenance(BaseModel):
+    """Where an observation came from.
+
+    Attributes:
+        kind: ``real`` (played in a real environment), ``replayed`` (read from a cache)
+            or ``simulated`` (written by a world model).
+        source: the environment (e.g. ``terminal/bwrap+tmux``) or the model name.
+        sampling: decoding settings for simulated observations.
+        run: which of the repeated real runs this is (0-based), for real observations.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["real", "replayed", "simulated"]
+    source: str = ""
+    sampling: dict[str, Any] | None = None
+    run: int | None = None
+
+
+class Turn(BaseModel):
+    """One step of an episode: the agent's action and the environment's answer.
+
+    Attributes:
+        index: 1-based turn number.
+        action: the action exactly as the agent issued it (domain format, as text).
+        observation: the next observation (for the terminal: the visible screen).
+        provenance: where ``observation`` came from.
+        volatile: ``[start, end)`` character spans of ``observation`` that differed
+            between repeated real runs (timestamps, PIDs, random names); deterministic
+            metrics mask them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=1)
+    action: str
+    observation: str
+    provenance: Provenance
+    volatile: list[Span] = Field(default_factory=list)
+
+
+class Trajectory(BaseModel):
+    """A whole episode.
+
+    Attributes:
+        id: stable episode id (``<domain>/<episode name>/run<k>`` for real runs).
+        domain: e.g. ``terminal``.
+        task: the instruction the agent was given (may be empty for scripted probes).
+        system_prompt: the world-model system prompt for this episode.
+        initial_observation: what the agent saw before its first action.
+        turns: the turns in order.
+        metadata: free-form (episode family, tags, timings).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    domain: str
+    task: str = ""
+    system_prompt: str
+    initial_observation: str = ""
+    turns: list[Turn] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def transitions(self) -> Iterator["Transition"]:
+        """Yield one :class:`Transition` per turn (history = all earlier turns)."""
+        for i, turn in enumerate(self.turns):
+            yield Transition(
+                trajectory_id=self.id,
+                domain=self.domain,
+                task=self.task,
+                system_prompt=self.system_prompt,
+                initial_observation=self.initial_observation,
+                history=self.turns[:i],
+                action=turn.action,
+                observation=turn.observation,
+                volatile=turn.volatile,
+            )
+
+
+class Transition(BaseModel):
+    """(state, action, next observation): the unit a world model learns and is scored on.
+
+    The state is the system prompt, the initial observation and the ``history`` of
+    earlier turns.
+    """
+
+    trajectory_id: str
+    domain: str
+    task: str
+    system_prompt: str
+    initial_observation: str
+    history: list[Turn]
+    action: str
+    observation: str
+    volatile: list[Span] = Field(default_factory=list)
+
+
+class BenchRow(BaseModel):
+    """One AgentWorldBench row: predict turn ``turn_idx`` of trajectory ``id``.
+
+    ``prompt`` and ``response`` are parallel lists for turns ``1..turn_idx``; the last
+    ``response`` is the ground truth. Unknown fields are kept (``extra="allow"``), so a
+    row read and written again is unchanged. ``lwm`` adds ``volatile_spans`` (character
+    spans of the ground-truth observation text, see :func:`lwm.parse.observation_text`).
+    """
+
+    model_config = ConfigDict(extra="allow")
+    task: str
+    id: Any
+    turn_idx: int = Field(ge=1)
+    total_turns: int = Field(ge=1)
+    system_str: str = ""
+    prompt: list[str]
+    response: list[str]
+    current_prompt: str = ""
+
+    @property
+    def domain(self) -> str:
+        """The domain: the part of ``task`` after the last ``/``."""
+        return self.task.rsplit("/", 1)[-1]
+
+    @property
+    def ground_truth(self) -> str:
+        """The raw ground-truth response of the current turn."""
+        return self.response[self.turn_idx - 1]
+
+    @property
+    def volatile(self) -> list[Span]:
+        return [tuple(s) for s in (self.model_extra or {}).get("volatile_spans", [])]
+
+
+def _fence(text: str, info: str = "") -> str:
+    # A fence longer than any backtick run inside, so the block cannot close early.
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def format_prompt_item(
+    turn: int, action: str, *, action_lang: str = "", task: str = "", state: str | None = None
+) -> str:
+    """The user-side text of one turn, AgentWorldBench style (without the trailing instruction)."""
+    parts = [f"### Turn {turn}"]
+    if task:
+        parts.append(f"**Task Instruction:**\n{task}")
+    if state is not None:
+        parts.append(f"**Current State:**\n{_fence(state)}")
+    parts.append(f"**Action:**\n{_fence(action, action_lang)}")
+    return "\n\n".join(parts)
+
+
+def format_response(observation: str) -> str:
+    """The ground-truth response text of one turn."""
+    return f"{OBSERVATION_MARKER}\n{_fence(observation)}"
+
+
+def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list[BenchRow]:
+    """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4)."""
+    items = [
+        format_prompt_item(
+            t.index,
+            t.action,
+            action_lang=action_lang,
+            task=traj.task if t.index == 1 else "",
+            state=traj.initial_observation if t.index == 1 else None,
+        )
+        for t in traj.turns
+    ]
+    responses = [format_response(t.observation) for t in traj.turns]
+    rows = []
+    for k, turn in enumerate(traj.turns, start=1):
+        prompts = items[:k]
+        prompts = prompts[:-1] + [prompts[-1] + "\n\n" + TRAILING_INSTRUCTION]
+        rows.append(
+            BenchRow(
+                task=traj.domain,
+                id=traj.id,
+                turn_idx=k,
+                total_turns=len(traj.turns),
+                system_str=traj.system_prompt,
+                prompt=prompts,
+                response=responses[:k],
+                current_prompt=items[k - 1],
+                volatile_spans=[list(s) for s in turn.volatile],
+            )
+        )
+    return rows
+
+
+def read_rows(path: str | Path) -> Iterator[BenchRow]:
+    """Read AgentWorldBench rows from a JSONL file.
+
+    Raises:
+        RowFormatError: a line is not JSON, or lacks a field, or ``prompt``/``response``
+            are shorter than ``turn_idx`` (the message names the file and the line).
+    """
+    for line_no, obj in iter_jsonl(path):
+        for key in ("prompt", "response"):  # the reference script also accepts a bare string
+            if isinstance(obj.get(key), str):
+                obj[key] = [obj[key]]
+        try:
+            row = BenchRow.model_validate(obj)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "row"
+            raise RowFormatError(path, line_no, f"{where}: {err['msg']}") from None
+        if len(row.response) < row.turn_idx or len(row.prompt) < row.turn_idx:
+            raise RowFormatError(
+                path,
+                line_no,
+                f"turn_idx={row.turn_idx} but prompt has {len(row.prompt)} and response "
+                f"{len(row.response)} items",
+            )
+        yield row
+
+
+def write_rows(path: str | Path, rows: list[BenchRow]) -> None:
+    """Write rows as JSONL, atomically."""
+    write_jsonl(path, (r.model_dump(mode="json") for r in rows))
+
+
+def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """Read trajectories (one JSON object per line).
+
+    Raises:
+        RowFormatError: a line is not a valid trajectory.
+    """
+    for line_no, obj in iter_jsonl(path):
+        try:
+            yield Trajectory.model_validate(obj)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise RowFormatError(path, line_no, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def write_trajectories(path: str | Path, trajectories: list[Trajectory]) -> None:
+    """Write trajectories as JSONL, atomically."""
+    write_jsonl(path, (t.model_dump(mode="json") for t in trajectories))

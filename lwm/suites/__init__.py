@@ -1,0 +1,52 @@
+"""Bundled episode suites: scripted action sequences played in real environments."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from lwm.envs.base import Task
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A scripted episode: a task and the actions an agent plays, in order.
+
+    Attributes:
+        task: where the episode starts.
+        actions: action texts in the domain's format (for the terminal, JSON keystroke
+            lists; build them with :func:`keys`).
+        tags: what behaviour the episode covers (``pipes``, ``ctrl-c`` …).
+    """
+
+    task: Task
+    actions: tuple[str, ...]
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
+    """A terminal action from keystroke strings or ``(keystrokes, duration)`` pairs.
+
+    >>> keys("ls\\n")
+    '[{"keystrokes": "ls\\\\n", "duration": 0.3}]'
+    >>> keys(("sleep 2\\n", 0.5), ("", 2.0))
+    '[{"keystrokes": "sleep 2\\\\n", "duration": 0.5}, {"keystrokes": "", "duration": 2.0}]'
+    """
+    out = []
+    for item in items:
+        text, dur = item if isinstance(item, tuple) else (item, duration)
+        out.append({"keystrokes": text, "duration": dur})
+    return json.dumps(out, ensure_ascii=False)
+
+
+def load_suite(domain: str) -> list[Episode]:
+    """The bundled episodes of a domain.
+
+    Raises:
+        KeyError: no suite for this domain.
+    """
+    if domain == "terminal":
+        from lwm.suites.terminal import EPISODES
+
+        return list(EPISODES)
+    raise KeyError(f"no bundled suite for domain {domain!r} (available: terminal)")

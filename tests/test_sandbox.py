@@ -1,0 +1,155 @@
+"""The sandbox holds: no host files, variables or network; limits kill runaway processes."""
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_sandbox
+from lwm.envs.sandbox import Sandbox, SandboxLimits
+from lwm.errors import SandboxError
+
+pytestmark = needs_sandbox
+
+
+def _procs_of(uid: int) -> list[int]:
+    """Live processes of a host uid (zombies are dead, only waiting for the host's init)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                status = (d / "status").read_text()
+            except OSError:
+                continue
+            if status.split("Uid:")[1].split()[1] == str(uid) and "(zombie)" not in status:
+                pids.append(int(d.name))
+    return pids
+
+
+def test_runs_as_root_inside_with_private_dirs():
+    with Sandbox(files={"/app/seed.txt": "seeded\n"}) as sb:
+        r = sb.run(["bash", "-c", "id -u; hostname; pwd; cat seed.txt; echo hi > /root/f && cat /root/f"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split("\n")[:5] == ["0", "sandbox", "/app", "seeded", "hi"]
+        assert sb.uid >= 2_000_000  # an unprivileged host uid outside
+
+
+def test_writing_outside_the_sandbox_fails(tmp_path):
+    target = tmp_path / "escape.txt"
+    with Sandbox() as sb:
+        r = sb.run(["bash", "-c", f"echo x > /usr/x; echo x > /etc/x; echo x > /run/lwm/x; echo x > {target}; echo done"])
+    assert "done" in r.stdout
+    assert r.stderr.count("Read-only file system") >= 3
+    assert not target.exists() and not Path("/usr/x").exists() and not Path("/etc/x").exists()
+
+
+def test_host_files_and_checkout_are_invisible(tmp_path):
+    marker = tmp_path / "host-secret.txt"
+    marker.write_text("secret")
+    checkout = Path(__file__).resolve().parent.parent
+    with Sandbox() as sb:
+        r = sb.run(["bash", "-c", f"ls -A /root /tmp; test -e {marker} && echo LEAK1; test -e {checkout} && echo LEAK2;"
+                                   " test -e /home && echo LEAK3; ls /"])
+    assert "LEAK" not in r.stdout
+    assert "host-secret" not in r.stdout
+    assert set(r.stdout.split()) >= {"usr", "app", "root", "tmp"}
+    assert "home" not in r.stdout.split() and "work" not in r.stdout.split()
+
+
+def test_host_environment_variables_are_invisible(monkeypatch):
+    monkeypatch.setenv("LWM_TEST_SECRET_KEY", "sk-should-not-leak")
+    with Sandbox() as sb:
+        r = sb.run(["env"])
+    assert "sk-should-not-leak" not in r.stdout
+    assert "LWM_TEST_SECRET_KEY" not in r.stdout
+    assert "HOME=/root" in r.stdout
+
+
+def test_network_is_unreachable_even_host_loopback():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    server.settimeout(3)
+    accepted = []
+
+    def accept():
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    code = (
+        "import socket\n"
+        "s = socket.socket(); s.settimeout(2)\n"
+        f"print(s.connect_ex(('127.0.0.1', {port})))\n"
+        "print(open('/proc/net/dev').read().count(':'))\n"  # interfaces: only lo
+    )
+    with Sandbox() as sb:
+        r = sb.run(["python3", "-c", code])
+    thread.join()
+    server.close()
+    refused, interfaces = r.stdout.split()
+    assert int(refused) != 0 and not accepted
+    assert interfaces == "1"
+
+
+def test_endless_loop_is_killed_by_cpu_limit():
+    t0 = time.monotonic()
+    with Sandbox(limits=SandboxLimits(max_cpu_seconds=2)) as sb:
+        r = sb.run(["python3", "-c", "while True: pass"], timeout=30)
+    assert r.returncode != 0
+    assert time.monotonic() - t0 < 20
+
+
+def test_wall_clock_limit_kills_the_whole_tree():
+    with Sandbox() as sb:
+        t0 = time.monotonic()
+        r = sb.run(["bash", "-c", "sleep 100 & sleep 100"], timeout=1)
+        assert r.returncode == -9 and time.monotonic() - t0 < 5
+        time.sleep(0.2)
+        assert _procs_of(sb.uid) == []
+
+
+def test_fork_bomb_is_contained_and_killed():
+    limits = SandboxLimits(max_processes=64)
+    with Sandbox(limits=limits) as sb:
+        r = sb.run(["bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 3; echo survived"], timeout=6)
+        uid = sb.uid
+        assert len(_procs_of(uid)) <= 64 + 2  # bounded while running (or already gone)
+    time.sleep(0.3)
+    assert _procs_of(uid) == []
+    # the host still forks fine
+    assert os.system("true") == 0
+
+
+def test_memory_limit():
+    with Sandbox(limits=SandboxLimits(max_memory_bytes=512 << 20)) as sb:
+        r = sb.run(["python3", "-c", "b = bytearray(2 << 30); print('allocated')"])
+    assert "allocated" not in r.stdout and "MemoryError" in r.stderr
+
+
+def test_file_size_limit():
+    with Sandbox(limits=SandboxLimits(max_file_bytes=1 << 20)) as sb:
+        r = sb.run(["bash", "-c", "head -c 5000000 /dev/zero > /tmp/big; ls -l /tmp/big | awk '{print $5}'"])
+    assert int(r.stdout.split()[-1]) <= 1 << 20
+
+
+def test_closed_sandbox_refuses_and_cleans_up():
+    sb = Sandbox()
+    host_dir = sb.host_dir
+    sb.close()
+    sb.close()  # twice is fine
+    assert not host_dir.exists()
+    with pytest.raises(SandboxError):
+        sb.run(["true"])
+
+
+def test_seed_files_must_stay_inside():
+    with pytest.raises(SandboxError, match="must be under"):
+        Sandbox(files={"/etc/passwd": "x"})

@@ -1,0 +1,113 @@
+"""The real terminal: prompts, state across turns, Ctrl-C, waits, and clean shutdown."""
+
+import json
+import time
+
+import pytest
+
+from conftest import needs_sandbox
+from lwm.domains.terminal import parse_action
+from lwm.envs.base import Task
+from lwm.envs.terminal import TerminalEnv
+from lwm.errors import ActionFormatError, EnvironmentClosedError
+from lwm.suites import keys
+
+pytestmark = needs_sandbox
+
+
+@pytest.fixture
+def env():
+    e = TerminalEnv()
+    e.reset(Task("t"))
+    yield e
+    e.close()
+
+
+def last_line(screen: str) -> str:
+    return screen.split("\n")[-1]
+
+
+def test_reset_shows_a_prompt_in_app():
+    with TerminalEnv() as env:
+        assert env.reset(Task("t")) == "root@sandbox:/app#"
+
+
+def test_cd_changes_the_prompt(env):
+    obs = env.step(keys("cd /tmp\n")).observation
+    assert last_line(obs) == "root@sandbox:/tmp#"
+    obs = env.step(keys("cd\n")).observation
+    assert last_line(obs) == "root@sandbox:~#"
+
+
+def test_variable_persists_across_turns(env):
+    env.step(keys("export GREETING=hello-world\n"))
+    obs = env.step(keys("echo $GREETING\n")).observation
+    assert obs.split("\n")[-2] == "hello-world"
+
+
+def test_ctrl_c_stops_sleep(env):
+    obs = env.step(keys(("sleep 100\n", 0.3))).observation
+    assert last_line(obs) == "root@sandbox:/app# sleep 100"  # still running: no new prompt
+    obs = env.step(keys(("C-c", 0.3))).observation
+    assert obs.split("\n")[-2:] == ["^C", "root@sandbox:/app#"]
+
+
+def test_wait_shows_output_that_arrives_later(env):
+    obs = env.step(keys(("sleep 1; echo late-output\n", 0.2))).observation
+    assert last_line(obs) == "root@sandbox:/app# sleep 1; echo late-output"  # no output, no prompt yet
+    obs = env.step(keys(("", 1.5))).observation
+    assert obs.split("\n")[-2:] == ["late-output", "root@sandbox:/app#"]
+
+
+def test_setup_and_seed_files_are_applied_before_first_screen():
+    with TerminalEnv() as env:
+        first = env.reset(Task("t", files={"/app/a.txt": "alpha\n"}, setup=("mkdir -p d", "echo beta > d/b.txt")))
+        assert first == "root@sandbox:/app#"
+        obs = env.step(keys("cat a.txt d/b.txt\n")).observation
+        assert obs.split("\n")[1:3] == ["alpha", "beta"]
+
+
+def test_empty_action_means_done(env):
+    r = env.step("[]")
+    assert r.done and last_line(r.observation) == "root@sandbox:/app#"
+
+
+def test_long_action_is_capped():
+    with TerminalEnv(max_action_seconds=0.5) as env:
+        env.reset(Task("t"))
+        t0 = time.monotonic()
+        r = env.step(keys(("", 5.0)))
+        assert time.monotonic() - t0 < 2 and r.info["duration_capped"]
+
+
+def test_exit_leaves_a_readable_screen(env):
+    obs = env.step(keys(("exit\n", 0.3))).observation
+    assert "exit" in obs
+
+
+def test_close_kills_background_processes():
+    env = TerminalEnv()
+    env.reset(Task("t"))
+    env.step(keys("sleep 1000 &\n"))
+    uid = env._sandbox.uid
+    env.close()
+    time.sleep(0.2)
+    from test_sandbox import _procs_of
+
+    assert _procs_of(uid) == []
+    with pytest.raises(EnvironmentClosedError):
+        env.step(keys("ls\n"))
+
+
+@pytest.mark.parametrize("bad", ["not json", '{"keys": "ls"}', '[{"keystrokes": 3}]',
+                                 '[{"keystrokes": "ls", "duration": -1}]', '"ls"'])
+def test_malformed_actions_are_rejected(env, bad):
+    with pytest.raises(ActionFormatError):
+        env.step(bad)
+
+
+def test_parse_action_forms():
+    assert parse_action('[{"keystrokes": "C-c"}]')[0].is_key_name
+    assert not parse_action('[{"keystrokes": "Enter the dragon"}]')[0].is_key_name
+    assert parse_action('{"keystrokes": "ls\\n", "duration": 1}')[0].duration == 1.0
+    assert parse_action(json.dumps([])) == []
