@@ -95,6 +95,19 @@ def _load_partial(path: Path) -> dict[str, dict]:
     return {obj["key"]: obj for _, obj in iter_jsonl(path, skip_truncated_tail=True)}
 
 
+async def _in_order_tasks(coros):
+    """Yield results as they finish. Tasks are created in list order (``as_completed``
+    alone would shuffle them), so a local model sees an episode's turns one after another;
+    on an exception or interruption the unfinished tasks are cancelled."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            yield await fut
+    finally:
+        for t in tasks:
+            t.cancel()
+
+
 async def predict_rows(
     rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, show_progress: bool = True
 ) -> dict[str, dict]:
@@ -119,8 +132,7 @@ async def predict_rows(
                       "error": None}
 
     with JsonlAppender(path) as sink, progress_bar("predict", len(todo), show_progress) as advance:
-        for coro in asyncio.as_completed([one(k, r) for k, r in todo]):
-            rec = await coro
+        async for rec in _in_order_tasks([one(k, r) for k, r in todo]):
             sink.append(rec)
             records[rec["key"]] = rec
             advance()
@@ -161,8 +173,7 @@ async def judge_rows(
                 "valid": v.valid, "error": v.error}
 
     with JsonlAppender(path) as sink, progress_bar(f"judge ({config.judge_mode})", len(todo), show_progress) as advance:
-        for coro in asyncio.as_completed([one(k, r) for k, r in todo]):
-            v = await coro
+        async for v in _in_order_tasks([one(k, r) for k, r in todo]):
             sink.append(v)
             verdicts[v["key"]] = v
             advance()

@@ -84,10 +84,11 @@ class LlamaCppChatModel:
             lora_path=str(lora_path) if lora_path else None,
             verbose=False,
         )
-        self._lock = threading.Lock()
+        self._thread_lock = threading.Lock()  # the model is not thread-safe
+        self._queue = asyncio.Lock()
 
     def _generate_sync(self, messages: list[Message], sampling: SamplingParams) -> Generation:
-        with self._lock:
+        with self._thread_lock:
             out = self._llm.create_chat_completion(
                 messages=messages,
                 temperature=sampling.temperature,
@@ -106,7 +107,10 @@ class LlamaCppChatModel:
         )
 
     async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
-        return await asyncio.to_thread(self._generate_sync, messages, sampling)
+        # asyncio.Lock wakes waiters first-come first-served: rows run in submission
+        # order, so consecutive turns of an episode share their KV-cached prefix.
+        async with self._queue:
+            return await asyncio.to_thread(self._generate_sync, messages, sampling)
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))

@@ -37,14 +37,15 @@ def _ep(name: str, family: str, instruction: str, *actions: str, tags: tuple[str
     return Episode(task=task, actions=tuple(actions), tags=(family, *tags))
 
 
-# git identity and fixed dates: commit hashes are the same on every play.
-_GIT_ID = (
+# git identity, fixed dates (commit hashes are the same on every play) and branch name.
+_GIT_WHO = (
     "git config --global user.name 'Ada Lovelace'",
     "git config --global user.email ada@example.com",
-    "export GIT_AUTHOR_DATE='2024-01-01T12:00:00+0000' GIT_COMMITTER_DATE='2024-01-01T12:00:00+0000'",
 )
-_GIT_MAIN = (*_GIT_ID, "git config --global init.defaultBranch main")
-_GIT_DATES = _GIT_ID[2:]
+_GIT_DATES = ("export GIT_AUTHOR_DATE='2024-01-01T12:00:00+0000' GIT_COMMITTER_DATE='2024-01-01T12:00:00+0000'",)
+_GIT_BRANCH = ("git config --global init.defaultBranch main",)
+_GIT_ID = (*_GIT_WHO, *_GIT_DATES)
+_GIT_MAIN = (*_GIT_ID, *_GIT_BRANCH)
 # A repository with one commit of README.md (seed it with files=_README).
 _GIT_REPO = (*_GIT_MAIN, "git init -q", "git add -A", "git commit -q -m 'Initial commit'")
 
@@ -515,7 +516,8 @@ PYTHON = [
         keys("echo 'hello world' | python3 -c 'import sys; print(sys.stdin.read().title(), end=\"\")'\n",
              duration=PY),
         keys("seq 5 | python3 -c 'import sys; print(sum(int(l) ** 2 for l in sys.stdin))'\n",
-             duration=PY)),
+             duration=PY),
+        keys("python3 -c 'import sys; print(sys.stdin.isatty())'\n", duration=PY)),
     _ep("python-repl", "python",
         "Do a little arithmetic in the interactive Python interpreter and leave it.",
         keys("python3\n", duration=0.8),
@@ -569,7 +571,7 @@ LONG_RUNNING = [
     _ep("long-progress-steps", "long-running",
         "Follow a five-step job that prints progress every half second.",
         keys("for i in $(seq 1 5); do echo \"step $i/5\"; sleep 0.5; done; echo all steps done\n",
-             duration=0.2),
+             duration=0.25),
         keys(("", 1.0)),
         keys(("", 1.5)),
         keys("wc -c < /dev/null\n")),
@@ -587,7 +589,13 @@ LONG_RUNNING = [
         keys("echo working meanwhile\n"),
         keys(("", 2.0)),
         keys("\n"),
-        keys("jobs\n"),
+        keys("jobs\n")),
+    _ep("long-time-sleep", "long-running",
+        "Measure how long a one-second sleep really takes.",
+        keys("time sleep 1\n", duration=0.4),
+        keys(("", 1.0)),
+        keys("time (seq 100000 | wc -l)\n", duration=0.5),
+        keys("echo $?\n"),
         tags=("volatile",)),
     _ep("long-python-chunks", "long-running",
         "Watch a Python program print chunks of output over three seconds.",
@@ -603,8 +611,7 @@ LONG_RUNNING = [
         keys(("", 1.0)),
         keys("cat build.log\n"),
         keys(("", 2.0)),
-        keys("cat build.log\n"),
-        tags=("volatile",)),
+        keys("cat build.log\n")),
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -619,8 +626,8 @@ CTRL_C = [
         keys("echo $?\n")),
     _ep("ctrlc-infinite-loop", "ctrl-c",
         "Stop an endless loop with Ctrl-C and continue working.",
-        keys("while true; do echo spinning; sleep 0.5; done\n", duration=0.2),
-        keys(("", 1.0)),
+        keys("while true; do echo spinning; sleep 1; done\n", duration=0.4),
+        keys(("", 1.2)),
         keys("C-c"),
         keys("echo stopped\n")),
     _ep("ctrlc-tail-follow", "ctrl-c",
@@ -651,6 +658,7 @@ CTRL_C = [
     _ep("ctrlc-python", "ctrl-c",
         "Interrupt a sleeping Python program and read the traceback.",
         keys("python3 -c 'import time; time.sleep(100)'\n", duration=PY),
+        keys(("", 0.5)),
         keys("C-c", duration=0.4),
         keys("echo $?\n")),
     _ep("ctrlc-yes-pipeline", "ctrl-c",
@@ -720,6 +728,15 @@ GIT = [
         keys("git log --oneline\n"),
         keys("git branch -d hotfix\n"),
         files=_README, setup=_GIT_REPO),
+    _ep("git-commit-today", "git",
+        "Commit a file with the current date and look at the commit's date and hash.",
+        keys("git init -q && echo hello > hello.txt\n"),
+        keys("git add hello.txt && git commit -m 'Say hello'\n", duration=GIT),
+        keys("git log -1 --format='%h %an <%ae>'\n"),
+        keys("git log -1 --date=iso --format=%ad\n"),
+        keys("git show --stat --oneline HEAD\n"),
+        tags=("volatile",),
+        setup=(*_GIT_WHO, *_GIT_BRANCH)),
     _ep("git-errors", "git",
         "Hit git's common errors outside and inside a new repository.",
         keys("git status\n"),

@@ -1,0 +1,126 @@
+"""The eval runner: concurrency, failures counted, resume to the same final file."""
+
+import asyncio
+import json
+
+import pytest
+
+from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
+from lwm.errors import DataNotFoundError, RowFormatError
+from lwm.models.base import FunctionChatModel, SamplingParams
+from lwm.parse import observation_text
+from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
+
+
+def make_data(tmp_path, episodes=3, turns=4):
+    prov = Provenance(kind="real", source="test")
+    rows = []
+    for e in range(episodes):
+        t = Trajectory(id=f"terminal/ep{e}/run0", domain="terminal", system_prompt="SYS",
+                       turns=[Turn(index=i, action=f'[{{"keystrokes": "echo {e}-{i}\\n"}}]',
+                                   observation=f"root@sandbox:/app# echo {e}-{i}\n{e}-{i}\nroot@sandbox:/app#",
+                                   provenance=prov) for i in range(1, turns + 1)])
+        rows += rows_from_trajectory(t)
+    data = tmp_path / "data"
+    write_rows(data / "terminal_test.jsonl", rows)
+    return data
+
+
+def oracle(messages):
+    """Answers with the real observation for even echo numbers, garbage otherwise."""
+    action = messages[-1]["content"]
+    tag = action.split("echo ")[1].split("\\n")[0]
+    if int(tag.split("-")[1]) % 2 == 0:
+        return f"<think>echo prints</think><predicted_observation>root@sandbox:/app# echo {tag}\n{tag}\nroot@sandbox:/app#</predicted_observation>"
+    return "no idea"
+
+
+async def test_scores_and_counts(tmp_path):
+    data = make_data(tmp_path)
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), FunctionChatModel(oracle), show_progress=False)
+    assert summary["rows"] == 12 and summary["failed"] == 0
+    assert summary["domains"]["terminal"]["exact"] == 50.0
+    assert summary["parse_issues"] == {"no_observation_tag": 6}
+    assert summary["depth"]["2"]["exact"] == 100.0 and summary["depth"]["1"]["exact"] == 0.0
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 12
+    first = json.loads(lines[1])
+    assert first["fidelity"]["exact"] == 1.0 and first["sampling"]["temperature"] == 0.0
+    assert (tmp_path / "run" / "report.md").read_text().startswith("# lwm eval: function")
+
+
+async def test_failures_are_counted_not_dropped(tmp_path):
+    data = make_data(tmp_path, episodes=1)
+
+    def flaky(messages):
+        if "echo 0-3" in messages[-1]["content"]:
+            raise ConnectionError("server went away")
+        return oracle(messages)
+
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), FunctionChatModel(flaky), show_progress=False)
+    assert summary["rows"] == 4 and summary["failed"] == 1
+    assert summary["errors"] == {"ConnectionError": 1}
+    recs = [json.loads(l) for l in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert [r["error"] is None for r in recs] == [True, True, False, True]
+
+
+async def test_interrupted_run_resumes_to_the_same_file(tmp_path):
+    data = make_data(tmp_path)
+    ref = tmp_path / "ref"
+    await evaluate(EvalConfig(out=ref, data=data), FunctionChatModel(oracle), show_progress=False)
+
+    calls = []
+
+    class Interrupted(BaseException):  # like Ctrl-C: not a row failure, it stops the run
+        pass
+
+    def interrupted(messages):
+        calls.append(1)
+        if len(calls) == 5:
+            raise Interrupted
+        return oracle(messages)
+
+    run = tmp_path / "run"
+    with pytest.raises(Interrupted):
+        await evaluate(EvalConfig(out=run, data=data), FunctionChatModel(interrupted), show_progress=False)
+    partial = run / "predictions.partial.jsonl"
+    assert len(partial.read_text().splitlines()) == 4
+    with open(partial, "a") as f:  # a crash in the middle of a write
+        f.write('{"key": "000009-trunc')
+    seen = []
+
+    def resumed(messages):
+        seen.append(1)
+        return oracle(messages)
+
+    await evaluate(EvalConfig(out=run, data=data), FunctionChatModel(resumed), show_progress=False)
+    assert len(seen) == 8  # only the unfinished rows were redone
+    assert (run / "predictions.jsonl").read_bytes() == (ref / "predictions.jsonl").read_bytes()
+
+
+async def test_history_window_drops_oldest_turns(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=6)
+    cfg = EvalConfig(out=tmp_path / "run", data=data, max_prompt_tokens=120)
+    summary = await evaluate(cfg, FunctionChatModel(oracle), show_progress=False)
+    recs = [json.loads(l) for l in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert recs[0]["dropped_turns"] == [] and recs[-1]["dropped_turns"][:1] == [1]
+    assert summary["domains"]["terminal"]["truncated_history_rows"] >= 1
+
+
+def test_load_rows_errors(tmp_path):
+    with pytest.raises(DataNotFoundError):
+        load_rows(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataNotFoundError):
+        load_rows(tmp_path / "empty")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "web_test.jsonl").write_text('{"task": "web"}\n')
+    with pytest.raises(RowFormatError, match="web_test.jsonl:1"):
+        load_rows(bad)
+
+
+def test_row_keys_are_stable_and_distinct(tmp_path):
+    rows = load_rows(make_data(tmp_path))
+    keys = [row_key(i, r) for i, r in enumerate(rows)]
+    assert len(set(keys)) == len(keys) and keys == [row_key(i, r) for i, r in enumerate(rows)]
