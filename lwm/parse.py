@@ -20,6 +20,12 @@ _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _OBS_BLOCK = re.compile(r"<predicted_observation>(.*?)</predicted_observation>", re.DOTALL | re.IGNORECASE)
 _OBS_OPEN = re.compile(r"<predicted_observation>", re.IGNORECASE)
 _FENCED = re.compile(r"\A(`{3,})[^\n`]*\n(.*?)\n?\1\s*\Z", re.DOTALL)
+_LEADING_FENCE = re.compile(r"\A(`{3,})[^\n`]*\n(.*?)\n\1(?:\n|\Z)", re.DOTALL)
+
+#: Stop strings that end an answer: the close of the answer tag, and the start of a new
+#: turn (a model that writes "### Turn N" has finished its observation and is inventing
+#: the next action).
+DEFAULT_STOP = (OBS_CLOSE, "### Turn")
 
 #: Names of the irregularities :func:`parse_output` reports.
 ISSUES = (
@@ -29,6 +35,7 @@ ISSUES = (
     "unclosed_observation_tag",  # an opening tag without its close (truncated output)
     "multiple_observation_tags",  # several blocks: the last one is the answer
     "observation_inside_reasoning",  # the only block was inside unclosed reasoning
+    "text_after_observation",  # a marked, fenced observation followed by commentary (dropped)
     "empty",  # nothing left
 )
 
@@ -89,28 +96,46 @@ def split_reasoning(text: str) -> tuple[str, str, list[str]]:
 def observation_text(text: str) -> str:
     """Clean an observation: drop the ``**Environment Observation:**`` marker and one
     fenced block that encloses everything. Works on ground truth and predictions alike."""
+    return _clean(text)[0]
+
+
+def _clean(text: str) -> tuple[str, bool]:
+    # Returns (observation, whether commentary followed a marked, fenced observation).
     text = text.strip("\n")
     stripped = text.strip()
-    if stripped.startswith(OBSERVATION_MARKER):
+    marked = stripped.startswith(OBSERVATION_MARKER)
+    if marked:
         text = stripped[len(OBSERVATION_MARKER) :].strip("\n")
     m = _FENCED.match(text.strip())
     if m:
-        return m.group(2)
-    return text.strip()
+        return m.group(2), False
+    if marked:  # "**Environment Observation:**" + a fenced block + commentary: keep the block
+        m = _LEADING_FENCE.match(text.strip())
+        if m:
+            return m.group(2), True
+    return text.strip(), False
 
 
-def parse_output(text: str, reasoning_content: str | None = None) -> ParsedOutput:
+def parse_output(
+    text: str, reasoning_content: str | None = None, *, stopped_at: tuple[str, ...] = ()
+) -> ParsedOutput:
     """Extract the predicted observation from a world model's raw output.
 
     Args:
         text: the message content.
         reasoning_content: reasoning the server returned separately (vLLM/SGLang
             ``reasoning_content``), if any.
+        stopped_at: the stop strings of a generation that ended on one; OpenAI-compatible
+            servers cut the stop string, so a closing ``</predicted_observation>`` among
+            them is restored.
 
     Returns:
         the observation, the reasoning and the list of irregularities.
     """
-    answer, reasoning, issues = split_reasoning(text or "")
+    text = text or ""
+    if OBS_CLOSE in stopped_at and len(_OBS_OPEN.findall(text)) > len(re.findall(OBS_CLOSE, text, re.I)):
+        text += OBS_CLOSE
+    answer, reasoning, issues = split_reasoning(text)
     if reasoning_content:
         reasoning = (reasoning_content.strip() + "\n\n" + reasoning).strip()
     blocks = _OBS_BLOCK.findall(answer)
@@ -130,7 +155,9 @@ def parse_output(text: str, reasoning_content: str | None = None) -> ParsedOutpu
         else:
             issues.append("no_observation_tag")
             obs = answer
-    obs = observation_text(obs)
+    obs, commentary = _clean(obs)
+    if commentary:
+        issues.append("text_after_observation")
     if not obs.strip():
         issues.append("empty")
     return ParsedOutput(observation=obs, reasoning=reasoning, issues=issues)

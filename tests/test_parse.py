@@ -53,3 +53,15 @@ def test_split_reasoning_keeps_text_around_blocks():
 )
 def test_observation_text(raw, clean):
     assert observation_text(raw) == clean
+
+
+def test_commentary_after_a_marked_fenced_observation_is_dropped():
+    parsed = parse_output("**Environment Observation:**\n```\nroot@sandbox:/app# ls\na\n```\n\nThis lists files.")
+    assert parsed.observation == "root@sandbox:/app# ls\na"
+    assert parsed.issues == ["no_observation_tag", "text_after_observation"]
+
+
+def test_stop_string_cut_by_the_server_is_restored():
+    cut = "<think>r</think><predicted_observation>screen"
+    assert parse_output(cut, stopped_at=("</predicted_observation>",)).issues == []
+    assert parse_output(cut).issues == ["unclosed_observation_tag"]

@@ -111,3 +111,22 @@ def test_parse_action_forms():
     assert not parse_action('[{"keystrokes": "Enter the dragon"}]')[0].is_key_name
     assert parse_action('{"keystrokes": "ls\\n", "duration": 1}')[0].duration == 1.0
     assert parse_action(json.dumps([])) == []
+
+
+def test_trailing_semicolons_are_typed(env):
+    obs = env.step(keys("echo a; echo b;\n")).observation
+    assert obs.split("\n")[:3] == ["root@sandbox:/app# echo a; echo b;", "a", "b"]
+    obs = env.step(keys("find /app -maxdepth 0 -exec echo found {} \\;\n")).observation
+    assert obs.split("\n")[-2] == "found /app"
+
+
+def test_setup_is_finished_and_out_of_history():
+    with TerminalEnv() as env:
+        env.reset(Task("t", setup=("sleep 0.5", "echo done > /tmp/flag")))
+        obs = env.step(keys("cat /tmp/flag; history | wc -l\n")).observation
+        assert obs.split("\n")[1:3] == ["done", "1"]
+
+
+def test_sandbox_is_a_plain_debian(env):
+    obs = env.step(keys("ls /usr/local | wc -l; echo $PATH\n")).observation
+    assert obs.split("\n")[1:3] == ["0", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]

@@ -35,15 +35,18 @@ class CollectConfig:
         out: output directory.
         domain: which domain's bundled suite to play.
         episodes: play only the first N episodes (default: all).
+        extended: also play the episodes beyond the core suite.
         runs: real runs per episode (2 or more finds volatile spans).
-        workers: episodes played at once (each in its own sandbox).
+        workers: episodes played at once (each in its own sandbox; mostly waiting, so
+            more than the number of cores is fine).
     """
 
     out: Path
     domain: str = "terminal"
     episodes: int | None = None
+    extended: bool = False
     runs: int = 2
-    workers: int = 4
+    workers: int = 8
 
 
 @dataclass
@@ -121,7 +124,7 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     t0 = time.monotonic()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    episodes = load_suite(config.domain)[: config.episodes]
+    episodes = load_suite(config.domain, config.extended)[: config.episodes]
     partial = out / "trajectories.partial.jsonl"
     done: dict[str, Trajectory] = {}
     if partial.exists():

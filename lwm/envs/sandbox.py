@@ -188,6 +188,8 @@ class Sandbox:
         # reached from the host through /proc/<pid>/root (see SandboxProcess.root).
         cmd += ["--ro-bind", str(self.ctl_dir), "/run/lwm"]
         cmd += ["--perms", "0700", "--size", str(1 << 20), "--tmpfs", "/run/tmux", "--chdir", WORKDIR]
+        # Hide the host's locally installed software: the sandbox is a plain Debian.
+        cmd += ["--perms", "0755", "--size", "4096", "--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
         cmd += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs mounts stay writable
         for k, v in {**DEFAULT_ENV, **self.env}.items():
             cmd += ["--setenv", k, v]

@@ -6,11 +6,12 @@ through its socket (as the sandbox's unprivileged uid), to type keys and read th
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 from lwm.domains import terminal as domain
 from lwm.envs.base import StepResult, Task
-from lwm.envs.sandbox import Sandbox, SandboxLimits, SandboxProcess
+from lwm.envs.sandbox import DEFAULT_ENV, Sandbox, SandboxLimits, SandboxProcess
 from lwm.errors import EnvironmentClosedError, SandboxError
 
 _TMUX_CONF = """\
@@ -25,7 +26,9 @@ set -g default-terminal xterm-256color
 _BASHRC = """\
 PS1='\\u@\\h:\\w\\$ '
 HISTFILE=/dev/null
+HISTCONTROL=ignorespace
 PROMPT_COMMAND=
+export PATH={path}
 """
 _SOCKET = "run/tmux/tmux.sock"
 
@@ -75,7 +78,7 @@ class TerminalEnv:
         """
         task = task or Task("empty")
         self.close()
-        files = {"/root/.bashrc": _BASHRC, **task.files}
+        files = {"/root/.bashrc": _BASHRC.format(path=DEFAULT_ENV["PATH"]), **task.files}
         self._sandbox = Sandbox(limits=self.limits, files=files)
         conf = self._sandbox.ctl_dir / "tmux.conf"
         conf.write_text(_TMUX_CONF)
@@ -86,10 +89,12 @@ class TerminalEnv:
                    "bash --rcfile /root/.bashrc -i")
         self._wait_for(lambda: self.screen().endswith("#"), 10, "shell prompt")
         if task.setup:
-            # Setup runs in the shell itself (so its state carries over), then the screen
-            # is cleared so the episode starts on a clean prompt.
-            self._type(" " + " && ".join(task.setup) + "; clear\n")
-            self._wait_for(lambda: self.screen() == self._prompt_line(), 30, "task setup")
+            # Setup runs in the shell itself (so its state carries over); it signals its end
+            # through tmux, then clears the screen so the episode starts on a clean prompt.
+            # The leading space keeps it out of the shell's history (HISTCONTROL).
+            self._type(" " + " && ".join(task.setup) + "; tmux wait-for -S lwm-setup; clear\n")
+            self._tmux("wait-for", "lwm-setup", timeout=self.limits.command_timeout_seconds)
+            self._wait_for(lambda: "\n" not in self.screen(), 10, "screen clear after setup")
         return self.screen()
 
     def step(self, action: str) -> StepResult:
@@ -140,21 +145,25 @@ class TerminalEnv:
 
     def _type(self, text: str) -> None:
         # Literal text (-l) so that words like "Enter" are typed, not pressed; newlines
-        # are pressed as Enter.
+        # are pressed as Enter. tmux reads a ';' that ends an argument as a command
+        # separator, so trailing semicolons are sent escaped ('\\;'), one per call.
         for i, chunk in enumerate(text.split("\n")):
             if i:
                 self._tmux("send-keys", "-t", "main", "Enter")
-            if chunk:
-                self._tmux("send-keys", "-t", "main", "-l", "--", chunk)
+            body = chunk.rstrip(";")
+            if body:
+                self._tmux("send-keys", "-t", "main", "-l", "--", body)
+            for _ in range(len(chunk) - len(body)):
+                self._tmux("send-keys", "-t", "main", "-l", "--", "\\;")
 
-    def _prompt_line(self) -> str:
-        return self.screen().split("\n")[-1] if self.screen() else ""
-
-    def _tmux(self, *args: str) -> str:
+    def _tmux(self, *args: str, timeout: float = 10.0) -> str:
         if self._sandbox is None or self._server is None:
             raise EnvironmentClosedError("terminal is closed")
         sock = str(self._server.root / _SOCKET)
-        r = self._sandbox.host_command(["tmux", "-S", sock, *args])
+        try:
+            r = self._sandbox.host_command(["tmux", "-S", sock, *args], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"tmux {args[0]} timed out after {timeout}s") from None
         if r.returncode != 0:
             raise SandboxError(f"tmux {args[0]} failed: {r.stderr.strip()}")
         return r.stdout

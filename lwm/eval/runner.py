@@ -24,7 +24,7 @@ from lwm.eval.metrics import fidelity
 from lwm.eval.prompts import build_messages
 from lwm.jsonl import JsonlAppender, iter_jsonl, write_jsonl
 from lwm.models.base import ChatModel, SamplingParams
-from lwm.parse import observation_text, parse_output
+from lwm.parse import DEFAULT_STOP, observation_text, parse_output
 from lwm.progress import progress_bar
 from lwm.schema import BenchRow, read_rows
 
@@ -53,7 +53,8 @@ class EvalConfig:
     data: Path | None = None
     domains: tuple[str, ...] | None = None
     limit: int | None = None
-    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=256))
+    sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=128, stop=DEFAULT_STOP))
     max_prompt_tokens: int = 2048
     judge_mode: JudgeMode = "score"
     baseline: Path | None = None
@@ -125,7 +126,8 @@ async def predict_rows(
             gen = await model.generate(messages, config.sampling)
         except Exception as e:  # counted as a failed row, never fatal
             return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
-        parsed = parse_output(gen.text, gen.reasoning)
+        stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
+        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped)
         return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": parsed.observation,
                       "parse_issues": parsed.issues, "finish_reason": gen.finish_reason,
                       "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,

@@ -20,8 +20,8 @@ def load_model(
 
     Args:
         model: ``"embedded"`` for the bundled SmolLM2 on llama.cpp, a path to a ``.gguf``
-            file, or (with ``base_url``) the model name served by an OpenAI-compatible
-            endpoint.
+            file, ``"hf:<model dir>"`` or ``"hf:embedded"`` for the transformers runtime,
+            or (with ``base_url``) the model name served by an OpenAI-compatible endpoint.
         base_url: the endpoint (e.g. ``http://127.0.0.1:8000/v1``); selects the
             OpenAI-compatible backend.
         api_key: bearer token for the endpoint.
@@ -38,6 +38,10 @@ def load_model(
         return OpenAIChatModel(
             model, base_url, api_key, concurrency=concurrency, timeout=timeout, context_window=context_window
         )
+    if model.startswith("hf:"):
+        from lwm.models.transformers_backend import TransformersChatModel
+
+        return TransformersChatModel(model[3:])
     from lwm.models.embedded import LlamaCppChatModel
 
     path = None if model == "embedded" else model

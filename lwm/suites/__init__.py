@@ -39,14 +39,18 @@ def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
-def load_suite(domain: str) -> list[Episode]:
+def load_suite(domain: str, extended: bool = False) -> list[Episode]:
     """The bundled episodes of a domain.
+
+    Args:
+        domain: e.g. ``terminal``.
+        extended: include the episodes beyond the core suite.
 
     Raises:
         KeyError: no suite for this domain.
     """
     if domain == "terminal":
-        from lwm.suites.terminal import EPISODES
+        from lwm.suites.terminal import EPISODES, EXTENDED
 
-        return list(EPISODES)
+        return [e for e in EPISODES if extended or e.task.name not in EXTENDED]
     raise KeyError(f"no bundled suite for domain {domain!r} (available: terminal)")

@@ -15,7 +15,9 @@ task family:
 
 A few episodes type odd input on purpose (a typo, an unclosed quote, an empty Enter,
 ``clear``; tag ``odd-input``), and a handful print volatile things (dates, PIDs, random
-names; tag ``volatile``) that differ between two plays of the same episode.
+names, timings; tag ``volatile``) that differ between two plays of the same episode.
+(PIDs do not: the sandbox has its own PID namespace, so ``echo $$`` is always small and
+the same.)
 
 Durations are short so that the whole suite plays in a few minutes: about 0.3 s for
 instant commands, 0.5–0.6 s for git commits and python3, 1–2.5 s waits for long-running
@@ -27,13 +29,14 @@ from __future__ import annotations
 from lwm.envs.base import Task
 from lwm.suites import Episode, keys
 
-PY = 0.6  # python3 start-up and a little work
-GIT = 0.5  # git commands that write objects
+PY_WAIT = 0.6  # python3 start-up and a little work
+GIT_WAIT = 0.5  # git commands that write objects
 
 
 def _ep(name: str, family: str, instruction: str, *actions: str, tags: tuple[str, ...] = (),
         files: dict[str, str] | None = None, setup: tuple[str, ...] = ()) -> Episode:
-    task = Task(name=name, family=family, instruction=instruction, files=dict(files or {}), setup=tuple(setup))
+    task = Task(name=name, family=family, instruction=instruction, files=dict(files or {}),
+                setup=tuple(setup))
     return Episode(task=task, actions=tuple(actions), tags=(family, *tags))
 
 
@@ -42,7 +45,8 @@ _GIT_WHO = (
     "git config --global user.name 'Ada Lovelace'",
     "git config --global user.email ada@example.com",
 )
-_GIT_DATES = ("export GIT_AUTHOR_DATE='2024-01-01T12:00:00+0000' GIT_COMMITTER_DATE='2024-01-01T12:00:00+0000'",)
+_GIT_DATES = ("export GIT_AUTHOR_DATE='2024-01-01T12:00:00+0000'"
+              " GIT_COMMITTER_DATE='2024-01-01T12:00:00+0000'",)
 _GIT_BRANCH = ("git config --global init.defaultBranch main",)
 _GIT_ID = (*_GIT_WHO, *_GIT_DATES)
 _GIT_MAIN = (*_GIT_ID, *_GIT_BRANCH)
@@ -146,7 +150,7 @@ FILES = [
         keys("find src -name '*.py' | sort\n"),
         keys("find src -type d | sort\n"),
         keys("find src -name '*.py' | wc -l\n"),
-        keys("find src -name '*.txt' -exec cat {} \\;\n"),
+        keys("find src -name '*.txt' -exec cat {} +\n"),
         keys("find src -empty\n"),
         files={"/app/src/a.py": "print('a')\n", "/app/src/b.py": "print('b')\n",
                "/app/src/c.txt": "not code\n", "/app/src/lib/d.py": "print('d')\n",
@@ -411,7 +415,8 @@ SHELL_STATE = [
     _ep("shell-path-script", "shell-state",
         "Install a small command into ~/bin and call it by name.",
         keys("mkdir -p ~/bin\n"),
-        keys("printf '#!/bin/sh\\necho \"hello from $0\"\\n' > ~/bin/hello && chmod +x ~/bin/hello\n"),
+        keys("printf '#!/bin/sh\\necho \"hello from $0\"\\n' > ~/bin/hello"
+             " && chmod +x ~/bin/hello\n"),
         keys("hello\n"),
         keys("export PATH=\"$HOME/bin:$PATH\"\n"),
         keys("hello\n"),
@@ -451,7 +456,8 @@ HEREDOC = [
         keys("wc -l app.conf\n")),
     _ep("heredoc-shell-script", "heredoc",
         "Write a greeting script with a here-document and run it.",
-        keys("cat <<'EOF' > greet.sh\n#!/bin/bash\nfor n in \"$@\"; do\n  echo \"Hello, $n\"\ndone\nEOF\n"),
+        keys("cat <<'EOF' > greet.sh\n#!/bin/bash\nfor n in \"$@\"; do\n"
+             "  echo \"Hello, $n\"\ndone\nEOF\n"),
         keys("chmod +x greet.sh\n"),
         keys("./greet.sh Ann Bo\n"),
         keys("head -1 greet.sh\n"),
@@ -465,9 +471,10 @@ HEREDOC = [
     _ep("heredoc-python-stats", "heredoc",
         "Write a Python statistics script with a here-document and feed it numbers.",
         keys("cat <<'EOF' > stats.py\nimport sys\nnums = [int(x) for x in sys.stdin]\n"
-             "print('n', len(nums))\nprint('sum', sum(nums))\nprint('mean', sum(nums) / len(nums))\nEOF\n"),
-        keys("seq 1 10 | python3 stats.py\n", duration=PY),
-        keys("printf '4\\n8\\n' | python3 stats.py\n", duration=PY),
+             "print('n', len(nums))\nprint('sum', sum(nums))\n"
+             "print('mean', sum(nums) / len(nums))\nEOF\n"),
+        keys("seq 1 10 | python3 stats.py\n", duration=PY_WAIT),
+        keys("printf '4\\n8\\n' | python3 stats.py\n", duration=PY_WAIT),
         keys("wc -l stats.py\n")),
     _ep("heredoc-append-list", "heredoc",
         "Build a shopping list with two appending here-documents and sort it.",
@@ -489,35 +496,38 @@ HEREDOC = [
 PYTHON = [
     _ep("python-one-liners", "python",
         "Use Python one-liners as a calculator.",
-        keys("python3 -c 'print(2 ** 100)'\n", duration=PY),
-        keys("python3 -c 'print(sum(range(101)))'\n", duration=PY),
-        keys("python3 -c 'import math; print(round(math.pi, 5))'\n", duration=PY),
-        keys("python3 -c \"print('-'.join(['a', 'b', 'c']))\"\n", duration=PY)),
+        keys("python3 -c 'print(2 ** 100)'\n", duration=PY_WAIT),
+        keys("python3 -c 'print(sum(range(101)))'\n", duration=PY_WAIT),
+        keys("python3 -c 'import math; print(round(math.pi, 5))'\n", duration=PY_WAIT),
+        keys("python3 -c \"print('-'.join(['a', 'b', 'c']))\"\n", duration=PY_WAIT)),
     _ep("python-json-inventory", "python",
         "Inspect data.json with Python and total the stock value.",
-        keys("python3 -m json.tool data.json | head -8\n", duration=PY),
-        keys("python3 -c 'import json; d = json.load(open(\"data.json\")); print(len(d[\"items\"]))'\n",
-             duration=PY),
+        keys("python3 -m json.tool data.json | head -8\n", duration=PY_WAIT),
+        keys("python3 -c 'import json; d = json.load(open(\"data.json\"));"
+             " print(len(d[\"items\"]))'\n",
+             duration=PY_WAIT),
         keys("python3 -c 'import json; d = json.load(open(\"data.json\")); "
-             "print(sum(i[\"qty\"] * i[\"price\"] for i in d[\"items\"]))'\n", duration=PY),
+             "print(sum(i[\"qty\"] * i[\"price\"] for i in d[\"items\"]))'\n", duration=PY_WAIT),
         keys("python3 -c 'import json; print([i[\"sku\"] for i in json.load(open(\"data.json\"))"
-             "[\"items\"] if i[\"qty\"] == 0])'\n", duration=PY),
+             "[\"items\"] if i[\"qty\"] == 0])'\n", duration=PY_WAIT),
         files={"/app/data.json": _DATA_JSON}),
     _ep("python-tracebacks", "python",
         "Trigger a Python exception and a missing module and read the exit codes.",
-        keys("python3 -c '1 / 0'\n", duration=PY),
+        keys("python3 -c '1 / 0'\n", duration=PY_WAIT),
         keys("echo $?\n"),
-        keys("python3 -c 'import nosuchmodule'\n", duration=PY),
-        keys("python3 -c 'import sys; sys.exit(7)'; echo $?\n", duration=PY)),
+        keys("python3 -c 'import nosuchmodule'\n", duration=PY_WAIT),
+        keys("python3 -c 'import sys; sys.exit(7)'; echo $?\n", duration=PY_WAIT)),
     _ep("python-stdin-filters", "python",
         "Use Python as a filter on piped input.",
-        keys("printf '3\\n1\\n2\\n' | python3 -c 'import sys; print(sorted(map(int, sys.stdin)))'\n",
-             duration=PY),
-        keys("echo 'hello world' | python3 -c 'import sys; print(sys.stdin.read().title(), end=\"\")'\n",
-             duration=PY),
+        keys("printf '3\\n1\\n2\\n' | python3 -c"
+             " 'import sys; print(sorted(map(int, sys.stdin)))'\n",
+             duration=PY_WAIT),
+        keys("echo 'hello world' | python3 -c"
+             " 'import sys; print(sys.stdin.read().title(), end=\"\")'\n",
+             duration=PY_WAIT),
         keys("seq 5 | python3 -c 'import sys; print(sum(int(l) ** 2 for l in sys.stdin))'\n",
-             duration=PY),
-        keys("python3 -c 'import sys; print(sys.stdin.isatty())'\n", duration=PY)),
+             duration=PY_WAIT),
+        keys("python3 -c 'import sys; print(sys.stdin.isatty())'\n", duration=PY_WAIT)),
     _ep("python-repl", "python",
         "Do a little arithmetic in the interactive Python interpreter and leave it.",
         keys("python3\n", duration=0.8),
@@ -529,25 +539,26 @@ PYTHON = [
         keys("echo back in bash\n")),
     _ep("python-argparse-script", "python",
         "Run calc.py with good and bad arguments.",
-        keys("python3 calc.py 3 4\n", duration=PY),
-        keys("python3 calc.py --help\n", duration=PY),
-        keys("python3 calc.py three 4\n", duration=PY),
+        keys("python3 calc.py 3 4\n", duration=PY_WAIT),
+        keys("python3 calc.py --help\n", duration=PY_WAIT),
+        keys("python3 calc.py three 4\n", duration=PY_WAIT),
         keys("echo $?\n"),
         files={"/app/calc.py": _CALC_PY}),
     _ep("python-write-then-run", "python",
         "Fix the greeting script so it greets the user by name from the command line.",
-        keys("python3 greet.py\n", duration=PY),
+        keys("python3 greet.py\n", duration=PY_WAIT),
         keys("sed -i 's/greet(\"world\")/greet(__import__(\"sys\").argv[1])/' greet.py\n"),
         keys("tail -1 greet.py\n"),
-        keys("python3 greet.py Ada\n", duration=PY),
-        keys("python3 greet.py\n", duration=PY),
+        keys("python3 greet.py Ada\n", duration=PY_WAIT),
+        keys("python3 greet.py\n", duration=PY_WAIT),
         files={"/app/greet.py": _GREET_PY}),
     _ep("python-random-values", "python",
         "Generate a random UUID and a random number with Python.",
-        keys("python3 -c 'import uuid; print(uuid.uuid4())'\n", duration=PY),
-        keys("python3 -c 'import random; print(random.randint(1, 1000))'\n", duration=PY),
-        keys("python3 -c 'import os; print(os.getpid())'\n", duration=PY),
-        keys("python3 -c 'import random; random.seed(1); print(random.randint(1, 1000))'\n", duration=PY),
+        keys("python3 -c 'import uuid; print(uuid.uuid4())'\n", duration=PY_WAIT),
+        keys("python3 -c 'import random; print(random.randint(1, 1000))'\n", duration=PY_WAIT),
+        keys("python3 -c 'import os; print(os.getpid())'\n", duration=PY_WAIT),
+        keys("python3 -c 'import random; random.seed(1); print(random.randint(1, 1000))'\n",
+             duration=PY_WAIT),
         tags=("volatile",)),
 ]
 
@@ -599,8 +610,9 @@ LONG_RUNNING = [
         tags=("volatile",)),
     _ep("long-python-chunks", "long-running",
         "Watch a Python program print chunks of output over three seconds.",
-        keys("python3 -u -c 'import time\nfor i in range(3):\n    print(\"chunk\", i)\n    time.sleep(1)'\n",
-             duration=PY),
+        keys("python3 -u -c 'import time\nfor i in range(3):\n"
+             "    print(\"chunk\", i)\n    time.sleep(1)'\n",
+             duration=PY_WAIT),
         keys(("", 1.0)),
         keys(("", 1.0)),
         keys(("", 1.0)),
@@ -657,7 +669,7 @@ CTRL_C = [
         tags=("odd-input",)),
     _ep("ctrlc-python", "ctrl-c",
         "Interrupt a sleeping Python program and read the traceback.",
-        keys("python3 -c 'import time; time.sleep(100)'\n", duration=PY),
+        keys("python3 -c 'import time; time.sleep(100)'\n", duration=PY_WAIT),
         keys(("", 0.5)),
         keys("C-c", duration=0.4),
         keys("echo $?\n")),
@@ -681,12 +693,12 @@ GIT = [
         keys("git config user.email ada@example.com\n"),
         keys("echo '# Demo' > README.md\n"),
         keys("git add README.md\n"),
-        keys("git commit -m 'Initial commit'\n", duration=GIT),
+        keys("git commit -m 'Initial commit'\n", duration=GIT_WAIT),
         keys("git log --oneline\n"),
         setup=_GIT_DATES),
     _ep("git-init-hint", "git",
         "Initialise a repository with default settings and check its status.",
-        keys("git init\n", duration=GIT),
+        keys("git init\n", duration=GIT_WAIT),
         keys("git status\n"),
         keys("ls -A\n"),
         keys("git branch --show-current\n"),
@@ -697,14 +709,14 @@ GIT = [
         keys("echo 'More text.' >> README.md\n"),
         keys("git status\n"),
         keys("git diff\n"),
-        keys("git commit -am 'Extend README'\n", duration=GIT),
+        keys("git commit -am 'Extend README'\n", duration=GIT_WAIT),
         keys("git log --oneline\n"),
         files=_README, setup=_GIT_REPO),
     _ep("git-feature-branch", "git",
         "Do some work on a feature branch and compare it with main.",
         keys("git checkout -b feature\n"),
         keys("echo 'def f(): pass' > feature.py\n"),
-        keys("git add feature.py && git commit -q -m 'Add feature'\n", duration=GIT),
+        keys("git add feature.py && git commit -q -m 'Add feature'\n", duration=GIT_WAIT),
         keys("git branch\n"),
         keys("git checkout main\n"),
         keys("ls\n"),
@@ -722,16 +734,17 @@ GIT = [
     _ep("git-merge-ff", "git",
         "Merge a feature branch into main with a fast-forward.",
         keys("git switch -c hotfix\n"),
-        keys("echo fixed > fix.txt && git add fix.txt && git commit -q -m 'Fix bug'\n", duration=GIT),
+        keys("echo fixed > fix.txt && git add fix.txt && git commit -q -m 'Fix bug'\n",
+             duration=GIT_WAIT),
         keys("git switch main\n"),
-        keys("git merge hotfix\n", duration=GIT),
+        keys("git merge hotfix\n", duration=GIT_WAIT),
         keys("git log --oneline\n"),
         keys("git branch -d hotfix\n"),
         files=_README, setup=_GIT_REPO),
     _ep("git-commit-today", "git",
         "Commit a file with the current date and look at the commit's date and hash.",
         keys("git init -q && echo hello > hello.txt\n"),
-        keys("git add hello.txt && git commit -m 'Say hello'\n", duration=GIT),
+        keys("git add hello.txt && git commit -m 'Say hello'\n", duration=GIT_WAIT),
         keys("git log -1 --format='%h %an <%ae>'\n"),
         keys("git log -1 --date=iso --format=%ad\n"),
         keys("git show --stat --oneline HEAD\n"),
@@ -755,4 +768,22 @@ GIT = [
         files=_README, setup=_GIT_REPO),
 ]
 
-EPISODES: list[Episode] = [*FILES, *PIPES, *ERRORS, *SHELL_STATE, *HEREDOC, *PYTHON, *LONG_RUNNING, *CTRL_C, *GIT]
+#: The whole suite, family by family.
+EPISODES: list[Episode] = [
+    *FILES, *PIPES, *ERRORS, *SHELL_STATE, *HEREDOC, *PYTHON, *LONG_RUNNING, *CTRL_C, *GIT,
+]
+
+#: Episodes left out of the default (core) suite, so that ``lwm eval`` with the embedded
+#: model fits in 15 minutes on 2 cores; ``--extended`` plays them too (more training data).
+EXTENDED = frozenset({
+    "files-clean-build", "files-sizes", "files-symlinks",
+    "pipes-sort-uniq", "pipes-tee-and-nl", "pipes-xargs-touch",
+    "errors-directory-mistakes", "errors-grep-exit-codes",
+    "shell-alias", "shell-arithmetic-arrays", "shell-pushd-popd", "shell-path-script", "shell-read-input",
+    "shell-functions",
+    "heredoc-append-list", "heredoc-csv-table",
+    "python-stdin-filters", "python-argparse-script", "python-write-then-run",
+    "long-progress-steps", "long-python-chunks", "long-build-log",
+    "ctrlc-tail-follow", "ctrlc-yes-pipeline",
+    "git-merge-ff", "git-restore-file", "git-init-hint", "git-gitignore",
+})

@@ -1,0 +1,82 @@
+"""Servers the tests start for real: ``lwm serve-model`` and a vLLM-style stand-in."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url: str, proc: subprocess.Popen | None = None, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+@contextmanager
+def lwm_serve_model():
+    """``lwm serve-model`` on a free loopback port; yields the /v1 base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lwm.cli", "serve-model", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/v1/models", proc)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@contextmanager
+def vllm_style_server(fail_first: int = 0):
+    """A stand-in for a vLLM server with a reasoning parser (vLLM needs a GPU): answers
+    with ``reasoning_content`` separate from ``content``, and with 503 to the first
+    ``fail_first`` requests. Yields ``(base_url, request_log)``."""
+    import uvicorn
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI()
+    log: list[dict] = []
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        log.append(body)
+        if len(log) <= fail_first:
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "reasoning_content": "the command prints hi",
+                    "content": "<predicted_observation>hi</predicted_observation>"}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

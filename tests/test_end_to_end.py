@@ -1,0 +1,33 @@
+"""`lwm eval` end to end: real terminal, embedded model, three turns, from the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_sandbox
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_cli_eval_three_turns_with_embedded_model(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "lwm.cli", "eval", "--episodes", "1", "--limit", "3", "--max-tokens", "48",
+           "--out", str(out), "--no-progress"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"] == 3 and summary["failed"] == 0
+    assert summary["run"]["model"] == "SmolLM2-135M-Instruct-Q4_1"
+    preds = [json.loads(l) for l in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [p["turn_idx"] for p in preds] == [1, 2, 3]
+    assert all(0.0 <= p["fidelity"]["edit_similarity"] <= 1.0 for p in preds)
+    trajs = [json.loads(l) for l in (out / "data" / "trajectories.jsonl").read_text().splitlines()]
+    assert [t["metadata"]["run"] for t in trajs] == [0, 1]  # played twice, both kept
+    assert all(turn["provenance"]["kind"] == "real" for t in trajs for turn in t["turns"])
+    assert "terminal" in r.stdout and "exact" in r.stdout  # the printed table
+    # Running the same command again resumes: nothing left to do, same final file.
+    before = (out / "predictions.jsonl").read_bytes()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and (out / "predictions.jsonl").read_bytes() == before
