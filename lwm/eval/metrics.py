@@ -78,37 +78,27 @@ def fidelity(predicted: str, real: str, volatile: list[Span] | None = None) -> F
     Args:
         predicted: the predicted observation text (already extracted, see
             :func:`lwm.parse.parse_output`).
-        real: the real observation text.
+        real: the real observation text, as the environment wrote it.
         volatile: ``[start, end)`` spans of ``real`` that vary between real runs.
-            Offsets refer to ``real`` as given; normalization keeps them valid because
-            it only removes whitespace at line ends, which spans never rely on.
 
     Returns:
-        the three scores.
+        the three scores. With volatile spans, a prediction that matches ``real`` with
+        any text in the spans scores 1.0 on all three; otherwise each predicted line that
+        matches a real line up to its spans counts as equal to it, and other lines are
+        compared as they are.
     """
+    pred = normalize(predicted)
     spans = _clip(sorted(volatile or []), len(real))
-    if spans:
-        real_n = real  # keep offsets; compare line-normalized copies below
-        masked_real = normalize(_masked(real_n, spans))
-        if re.fullmatch(_pattern(real_n, spans), predicted) or re.fullmatch(
-            _pattern(normalize(real_n), _clip(spans, len(normalize(real_n)))), normalize(predicted)
-        ):
-            return Fidelity(1.0, 1.0, 1.0)
-        # Replace predicted lines that match a real line up to its volatile spans by the
-        # masked form of that line, so volatility counts against neither metric.
-        line_patterns = _line_patterns(real_n, spans)
-        pred_lines = []
-        for line in normalize(predicted).split("\n"):
-            for pat, masked_line in line_patterns:
-                if pat.fullmatch(line):
-                    line = masked_line
-                    break
-            pred_lines.append(line)
-        a, b = "\n".join(pred_lines), masked_real
+    if not spans:
+        a, b = pred, normalize(real)
+    elif re.fullmatch(_pattern(real, spans), pred):
+        return Fidelity(1.0, 1.0, 1.0)
     else:
-        a, b = normalize(predicted), normalize(real)
-    exact = 1.0 if a == b else 0.0
-    return Fidelity(exact, Levenshtein.normalized_similarity(a, b), line_f1(a, b))
+        patterns = _line_patterns(real, spans)
+        a = "\n".join(next((masked for pat, masked in patterns if pat.fullmatch(line)), line)
+                      for line in pred.split("\n"))
+        b = normalize(_masked(real, spans))
+    return Fidelity(1.0 if a == b else 0.0, Levenshtein.normalized_similarity(a, b), line_f1(a, b))
 
 
 def _line_patterns(real: str, spans: list[Span]) -> list[tuple[re.Pattern, str]]:

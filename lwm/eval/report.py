@@ -8,6 +8,7 @@ reported as (x − 1) / 4 × 100; the headline is the macro mean over domains.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import mean
@@ -77,9 +78,13 @@ def summarize(records: list[dict], run_info: dict) -> dict:
     }
 
 
-def _table(title: str, groups: dict[str, dict], first: str) -> Table:
-    cols = [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
+def _columns(groups: dict[str, dict]) -> list[str]:
+    return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
                         "judge_score", "judge_wins", "judge_failed") if any(c in g for g in groups.values())]
+
+
+def _table(title: str, groups: dict[str, dict], first: str) -> Table:
+    cols = _columns(groups)
     t = Table(title=title)
     t.add_column(first)
     for c in cols:
@@ -102,8 +107,7 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
 def to_markdown(summary: dict) -> str:
     """The summary as Markdown tables."""
     def md(groups: dict[str, dict], first: str) -> str:
-        cols = [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
-                            "judge_score", "judge_wins", "judge_failed") if any(c in g for g in groups.values())]
+        cols = _columns(groups)
         lines = [f"| {first} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
         for name, g in groups.items():
             lines.append(f"| {name} | " + " | ".join("—" if g.get(c) is None else str(g[c]) for c in cols) + " |")
@@ -124,7 +128,5 @@ def to_markdown(summary: dict) -> str:
 
 def write_reports(out: Path, summary: dict) -> None:
     """Write ``summary.json`` and ``report.md`` atomically."""
-    import json
-
     write_atomic(Path(out) / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     write_atomic(Path(out) / "report.md", to_markdown(summary))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -251,8 +251,3 @@ async def evaluate(
     write_reports(out, summary)
     return summary
 
-
-def config_dict(config: EvalConfig) -> dict:
-    """The config as JSON-ready data."""
-    d = asdict(config)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}

@@ -1,0 +1,75 @@
+"""Embedded model speed on this machine: both runtimes, single sequence and batched.
+
+* llama.cpp (llama-cpp-python, the default runtime): prompt processing and generation
+  tokens/s for one sequence (its Python API does not batch);
+* transformers on the dequantized GGUF (``hf:embedded``): generation tokens/s for one
+  sequence and for batches of 8 and 32 requests submitted together.
+
+    python bench/embedded_speed.py [--tokens 64] [--skip-hf]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from _common import machine
+from lwm.models.base import SamplingParams
+
+PROMPT = [{"role": "system", "content": "You simulate a Linux terminal. Print the screen."},
+          {"role": "user", "content": "Action: ls -la /etc && cat /etc/hostname"}]
+
+
+def llama_cpp(tokens: int) -> None:
+    from lwm.models.embedded import LlamaCppChatModel
+
+    t = time.monotonic()
+    m = LlamaCppChatModel()
+    print(f"llama.cpp: load {time.monotonic() - t:.2f}s")
+    llm = m._llm
+    text = "the quick brown fox jumps over the lazy dog " * 120
+    llm.reset()
+    t = time.monotonic()
+    out = llm.create_completion(text, max_tokens=1, temperature=0)
+    n = out["usage"]["prompt_tokens"]
+    print(f"llama.cpp: prompt processing {n / (time.monotonic() - t):.0f} tokens/s ({n} tokens)")
+    rates = []
+    for i in range(3):
+        llm.reset()
+        t = time.monotonic()
+        out = llm.create_completion(f"{i} Once upon a time", max_tokens=tokens, temperature=0.8, seed=i)
+        rates.append(out["usage"]["completion_tokens"] / (time.monotonic() - t))
+    print(f"llama.cpp: generation, one sequence: {max(rates):.1f} tokens/s (best of 3, {tokens} tokens)")
+
+
+def transformers_runtime(tokens: int) -> None:
+    from lwm.models.transformers_backend import TransformersChatModel
+
+    t = time.monotonic()
+    m = TransformersChatModel("embedded")
+    print(f"transformers: load {time.monotonic() - t:.1f}s")
+    sampling = SamplingParams(temperature=0.8, max_tokens=tokens, seed=0)
+
+    async def run(n: int) -> float:
+        t0 = time.monotonic()
+        gens = await asyncio.gather(*(m.generate(PROMPT, sampling) for _ in range(n)))
+        return sum(g.completion_tokens for g in gens) / (time.monotonic() - t0)
+
+    for n in (1, 8, 32):
+        print(f"transformers: generation, batch {n}: {asyncio.run(run(n)):.1f} tokens/s in total")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--skip-hf", action="store_true")
+    args = ap.parse_args()
+    print(f"machine: {machine()}")
+    llama_cpp(args.tokens)
+    if not args.skip_hf:
+        transformers_runtime(args.tokens)
+
+
+if __name__ == "__main__":
+    main()
