@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -58,25 +59,31 @@ def concurrent(base_url: str, model: str, rows, sampling: SamplingParams, concur
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=24)
+    ap.add_argument("--rows", type=int, default=24, help="rows predicted by the embedded model")
+    ap.add_argument("--delay-rows", type=int, default=200, help="rows sent to the delay server")
     ap.add_argument("--delay", type=float, default=0.5)
-    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--concurrency", type=int, default=16, help="lwm eval's requests in flight (embedded)")
+    ap.add_argument("--delay-concurrency", type=int, default=64, help="requests in flight (delay server)")
     ap.add_argument("--max-tokens", type=int, default=64)
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="lwm-bench-"))
-    res = collect(CollectConfig(out=tmp / "data", episodes=8, runs=1), show_progress=False)
-    rows = load_rows(res.rows_path)[: args.rows]
+    res = collect(CollectConfig(out=tmp / "data", runs=1), show_progress=False)
+    all_rows = load_rows(res.rows_path)
     sampling = SamplingParams(temperature=0.0, max_tokens=args.max_tokens)
     print(f"machine: {machine()}")
-    print(f"{len(rows)} rows of the terminal suite, max_tokens={args.max_tokens}, concurrency={args.concurrency}")
 
+    rows = all_rows[: args.delay_rows]
     port = free_port()
     with server(delay_server(port, args.delay), port) as base:
         s_t, _ = sequential(base, "delay", rows, sampling)
-        c_t, _ = concurrent(base, "delay", rows, sampling, args.concurrency, tmp / "delay")
-        print(f"delay server ({args.delay}s per request, unlimited parallelism): sequential {s_t:.1f}s, "
-              f"lwm eval {c_t:.1f}s, ratio {s_t / c_t:.1f}x (ideal {min(args.concurrency, len(rows))}x)")
+        c_t, _ = concurrent(base, "delay", rows, sampling, args.delay_concurrency, tmp / "delay")
+        floor = math.ceil(len(rows) / args.delay_concurrency) * args.delay
+        print(f"delay server, {len(rows)} rows, {args.delay}s per request, concurrency {args.delay_concurrency}: "
+              f"sequential {s_t:.1f}s, lwm eval {c_t:.1f}s (floor {floor:.1f}s), ratio {s_t / c_t:.1f}x "
+              f"(ideal {s_t / floor:.1f}x)")
+
+    rows = all_rows[: args.rows]
 
     port = free_port()
     with server(lwm_serve_model(port), port) as base:
@@ -84,7 +91,8 @@ def main() -> None:
         sequential(base, model, rows[:2], sampling)  # warm-up
         s_t, s_tok = sequential(base, model, rows, sampling)
         c_t, c_tok = concurrent(base, model, rows, sampling, args.concurrency, tmp / "embedded")
-        print(f"lwm serve-model ({model}): sequential {s_t:.1f}s ({s_tok / s_t:.1f} generated tokens/s), "
+        print(f"lwm serve-model ({model}), {len(rows)} rows, max_tokens {args.max_tokens}, concurrency "
+              f"{args.concurrency}: sequential {s_t:.1f}s ({s_tok / s_t:.1f} generated tokens/s), "
               f"lwm eval {c_t:.1f}s ({c_tok / c_t:.1f} tokens/s), ratio {s_t / c_t:.2f}x")
 
 

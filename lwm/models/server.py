@@ -28,7 +28,8 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     path = Path(model_path) if model_path else embedded_gguf_path()
     alias = name or (EMBEDDED_NAME if model_path is None else path.stem)
     model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx,
-                          n_threads=threads or os.cpu_count() or 1, verbose=False)
+                          n_threads=threads or os.cpu_count() or 1, verbose=False,
+                          cache=True, cache_type="ram", cache_size=1 << 30)
     return llama_app(server_settings=ServerSettings(), model_settings=[model])
 
 

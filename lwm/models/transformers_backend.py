@@ -38,11 +38,11 @@ class TransformersChatModel:
             gguf = embedded_gguf_path()
             kwargs = dict(gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True))
             self.tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            self.model = AutoModelForCausalLM.from_pretrained(gguf.parent, torch_dtype=torch.float32, **kwargs)
+            self.model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
             self.name = name or EMBEDDED_NAME + "-hf"
         else:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForCausalLM.from_pretrained(model, torch_dtype=torch.float32)
+            self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
             self.name = name or Path(model).name
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
