@@ -10,6 +10,9 @@ import time
 from contextlib import contextmanager
 
 import httpx
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 
 def free_port() -> int:
@@ -50,10 +53,6 @@ def vllm_style_server(fail_first: int = 0):
     """A stand-in for a vLLM server with a reasoning parser (vLLM needs a GPU): answers
     with ``reasoning_content`` separate from ``content``, and with 503 to the first
     ``fail_first`` requests. Yields ``(base_url, request_log)``."""
-    import uvicorn
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
-
     app = FastAPI()
     log: list[dict] = []
 

@@ -24,9 +24,12 @@ def test_volatile_output_is_found_by_two_real_runs():
     ep = Episode(Task("volatile", setup=()), (keys("echo stable; date +%s%N\n"), keys("echo done\n")))
     runs = [C.play_episode(ep, "terminal", run=k) for k in range(2)]
     marked = C.mark_volatile(runs)
-    first = marked.turns[0]
-    assert [first.observation[s:e] for s, e in first.volatile] == [first.observation.split("\n")[2]]
-    assert marked.turns[1].volatile == []  # "done" is the same, the screen above it is not
+    first, second = marked.turns
+    stamp = first.observation.split("\n")[2]
+    assert [first.observation[s:e] for s, e in first.volatile] == [stamp]
+    # The timestamp is still on the next screen; the new output ("done") is stable.
+    assert [second.observation[s:e] for s, e in second.volatile] == [stamp]
+    assert second.observation.split("\n")[-2] == "done"
     assert runs[0].turns[0].provenance.kind == "real" and runs[1].turns[0].provenance.run == 1
 
 
