@@ -130,7 +130,7 @@ def eval_(
         summary = asyncio.run(evaluate(config, wm, judge, rows=rows, show_progress=progress))
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except LwmError as e:
         _fail(e)
     print_summary(summary, Console())

@@ -1,14 +1,12 @@
 """The eval runner: concurrency, failures counted, resume to the same final file."""
 
-import asyncio
 import json
 
 import pytest
 
 from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
 from lwm.errors import DataNotFoundError, RowFormatError
-from lwm.models.base import FunctionChatModel, SamplingParams
-from lwm.parse import observation_text
+from lwm.models.base import FunctionChatModel
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
 
 

@@ -12,7 +12,6 @@ from lwm.eval.judge import (
     DIMENSIONS,
     WHICH_CLOSER_SYSTEM,
     WHICH_REAL_SYSTEM,
-    aggregate,
     build_score_messages,
     build_which_real_messages,
     judge_score,
@@ -457,26 +456,3 @@ async def test_which_closer_position_biased_judge_gives_half():
     judge = FunctionChatModel(lambda m: "<answer>B</answer>")
     v = await judge_which_closer(judge, _rows()[0], "x", "y", SAMPLING)
     assert v.verdicts == ["B", "B"] and v.wins == 0.5
-
-
-# ------------------------------------------------------------------------- aggregate
-
-
-def test_aggregate_macro_vs_micro():
-    result = aggregate({"terminal": [5, 5, 4, 4], "web": [1, 3], "fs": [None, 2, float("nan")]})
-    doms = result["domains"]
-    assert list(doms) == ["fs", "terminal", "web"]
-    assert doms["terminal"] == {"score": 87.5, "n": 4, "missing": 0}
-    assert doms["web"] == {"score": 25.0, "n": 2, "missing": 0}
-    assert doms["fs"] == {"score": 25.0, "n": 1, "missing": 2}
-    # macro: mean of 87.5, 25, 25; micro: mean of 7 rows (24/7 on 1–5)
-    assert result["macro"] == pytest.approx(137.5 / 3)
-    assert result["micro"] == pytest.approx((24 / 7 - 1) / 4 * 100)
-    assert result["n"] == 7 and result["missing"] == 2 and result["n_domains"] == 3
-
-
-def test_aggregate_empty_domains():
-    result = aggregate({"web": [None], "os": []})
-    assert result["macro"] is None and result["micro"] is None
-    assert result["n"] == 0 and result["n_domains"] == 0
-    assert result["domains"]["web"] == {"score": None, "n": 0, "missing": 1}

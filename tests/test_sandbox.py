@@ -119,7 +119,7 @@ def test_wall_clock_limit_kills_the_whole_tree():
 def test_fork_bomb_is_contained_and_killed():
     limits = SandboxLimits(max_processes=64)
     with Sandbox(limits=limits) as sb:
-        r = sb.run(["bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 3; echo survived"], timeout=6)
+        sb.run(["bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 3; echo survived"], timeout=6)
         uid = sb.uid
         assert len(_procs_of(uid)) <= 64 + 2  # bounded while running (or already gone)
     time.sleep(0.3)

@@ -8,7 +8,6 @@ from lwm.errors import RowFormatError
 from lwm.parse import observation_text
 from lwm.schema import (
     TRAILING_INSTRUCTION,
-    BenchRow,
     Provenance,
     Trajectory,
     Turn,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -668,45 +667,3 @@ async def judge_which_closer(
         sampling,
         retries,
     )
-
-
-# ------------------------------------------------------------------------ aggregation
-
-
-def aggregate(domain_scores: dict[str, list[float | None]]) -> dict[str, Any]:
-    """Summarize row scores (1–5 scale, e.g. :attr:`JudgeScore.total`) by domain.
-
-    Args:
-        domain_scores: domain → row scores on the 1–5 scale. ``None`` and NaN entries
-            (rows the judge could not score) are counted as missing and left out.
-
-    Returns:
-        ``{"domains": {domain: {"score", "n", "missing"}}, "macro", "micro", "n",
-        "missing", "n_domains"}`` where ``score`` is the domain's mean normalized to
-        0–100 (:func:`normalize`), ``macro`` the mean of the domain scores (the
-        headline), ``micro`` the normalized mean over all scored rows, ``n`` the scored
-        rows and ``n_domains`` the domains with at least one scored row. Scores are
-        ``None`` where there is nothing to average. Domains are sorted by name.
-    """
-    domains: dict[str, dict[str, Any]] = {}
-    pooled: list[float] = []
-    missing = 0
-    for name in sorted(domain_scores):
-        values = domain_scores[name]
-        good = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-        domains[name] = {
-            "score": normalize(sum(good) / len(good)) if good else None,
-            "n": len(good),
-            "missing": len(values) - len(good),
-        }
-        pooled.extend(good)
-        missing += len(values) - len(good)
-    scored = [d["score"] for d in domains.values() if d["score"] is not None]
-    return {
-        "domains": domains,
-        "macro": sum(scored) / len(scored) if scored else None,
-        "micro": normalize(sum(pooled) / len(pooled)) if pooled else None,
-        "n": len(pooled),
-        "missing": missing,
-        "n_domains": len(scored),
-    }

@@ -16,6 +16,7 @@ from statistics import mean
 from rich.console import Console
 from rich.table import Table
 
+from lwm.eval.judge import normalize
 from lwm.jsonl import dumps, write_atomic
 
 METRICS = ("exact", "edit_similarity", "line_f1")
@@ -46,7 +47,7 @@ def _group(records: list[dict]) -> dict:
         valid = [j for j in judged if j.get("error") is None and (j.get("total") if mode == "score" else j.get("wins")) is not None]
         g["judge_failed"] = len(records) - len(valid)
         if mode == "score":
-            g["judge_score"] = round(mean((j["total"] - 1) / 4 * 100 for j in valid), 2) if valid else None
+            g["judge_score"] = round(normalize(mean(j["total"] for j in valid)), 2) if valid else None
         else:
             g["judge_wins"] = _pct([j["wins"] for j in valid])
     return g

@@ -74,7 +74,7 @@ class TransformersChatModel:
                 for _, _, fut in batch:
                     fut.set_exception(e)
             else:
-                for (_, _, fut), gen in zip(batch, gens):
+                for (_, _, fut), gen in zip(batch, gens, strict=True):
                     fut.set_result(gen)
 
     def _generate_batch(self, conversations: list[list[Message]], sampling: SamplingParams) -> list[Generation]:

@@ -1,0 +1,32 @@
+"""Aggregation: macro over domains as the headline, micro over rows, failures counted."""
+
+import pytest
+
+from lwm.eval.report import summarize, to_markdown
+
+
+def rec(domain, turn, exact=None, total=None, error=None):
+    r = {"key": f"{domain}{turn}{exact}{total}", "domain": domain, "turn_idx": turn, "error": error}
+    if error is None:
+        r["fidelity"] = {"exact": exact, "edit_similarity": exact, "line_f1": exact}
+    if total is not None or error is None:
+        r["judge"] = {"mode": "score", "total": total, "error": None if total is not None else "unparseable"}
+    return r
+
+
+def test_macro_micro_and_failures():
+    records = [rec("terminal", 1, 1.0, 5), rec("terminal", 2, 1.0, 5), rec("terminal", 3, 0.0, 4),
+               rec("terminal", 4, 0.0, 4), rec("web", 1, 0.0, 1), rec("web", 2, 1.0, 3),
+               rec("web", 3, error="APIConnectionError: refused"), rec("web", 9, 0.0, None)]
+    s = summarize(records, {"model": "m"})
+    assert s["rows"] == 8 and s["failed"] == 1 and s["errors"] == {"APIConnectionError": 1}
+    assert s["domains"]["terminal"]["exact"] == 50.0
+    assert s["domains"]["web"]["exact"] == pytest.approx(100 / 3, abs=0.01)
+    # judge: terminal mean 4.5 → 87.5; web mean 2 → 25 (one unscored, one failed row)
+    assert s["domains"]["terminal"]["judge_score"] == 87.5 and s["domains"]["web"]["judge_score"] == 25.0
+    assert s["domains"]["web"]["judge_failed"] == 2
+    assert s["macro"]["judge_score"] == pytest.approx((87.5 + 25.0) / 2)
+    assert s["micro"]["judge_score"] == pytest.approx((sum([5, 5, 4, 4, 1, 3]) / 6 - 1) / 4 * 100, abs=0.01)
+    assert s["depth"]["9+"]["rows"] == 1 and s["depth"]["3-4"]["rows"] == 3
+    md = to_markdown(s)
+    assert "| terminal | 4 | 0 |" in md and "judge_score" in md
