@@ -193,7 +193,7 @@ def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list
             t.action,
             action_lang=action_lang,
             task=traj.task if t.index == 1 else "",
-            state=traj.initial_observation if t.index == 1 else None,
+            state=traj.initial_observation if t.index == 1 and traj.initial_observation else None,
         )
         for t in traj.turns
     ]

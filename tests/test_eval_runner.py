@@ -122,3 +122,63 @@ def test_row_keys_are_stable_and_distinct(tmp_path):
     rows = load_rows(make_data(tmp_path))
     keys = [row_key(i, r) for i, r in enumerate(rows)]
     assert len(set(keys)) == len(keys) and keys == [row_key(i, r) for i, r in enumerate(rows)]
+
+
+def seven_domain_data(tmp_path):
+    """One two-turn trajectory per AgentWorldBench domain, in official file names."""
+    data = tmp_path / "awb"
+    prov = Provenance(kind="real", source="test")
+    for domain in ("mcp", "search", "terminal", "swe", "android", "web", "os"):
+        t = Trajectory(id=f"{domain}-1", domain=f"agentworld/{domain}", system_prompt=f"{domain} world model",
+                       turns=[Turn(index=i, action=f"act {domain} {i}", observation=f"obs {domain} {i}",
+                                   provenance=prov) for i in (1, 2)])
+        write_rows(data / f"{domain}_test.jsonl", rows_from_trajectory(t))
+    return data
+
+
+def echo_truth(messages):
+    """Right on mcp and web only."""
+    act = messages[-1]["content"].split("act ")[1].split("\n")[0]
+    domain = act.split()[0]
+    return f"<predicted_observation>obs {act}</predicted_observation>" if domain in ("mcp", "web") else "wrong"
+
+
+async def test_all_seven_domains_macro_and_micro(tmp_path):
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=seven_domain_data(tmp_path)),
+                             FunctionChatModel(echo_truth), show_progress=False)
+    assert sorted(summary["domains"]) == ["android", "mcp", "os", "search", "swe", "terminal", "web"]
+    assert summary["domains"]["mcp"]["exact"] == 100.0 and summary["domains"]["os"]["exact"] == 0.0
+    assert summary["macro"]["exact"] == pytest.approx(200 / 7, abs=0.01)
+    assert summary["micro"]["exact"] == pytest.approx(100 * 4 / 14, abs=0.01)
+
+
+def scoring_judge(messages):
+    s = 5 if "<simulated_observation>\nobs " in messages[-1]["content"] else 1
+    return f'<final_evaluation>{{"format": {s}, "factuality": {s}, "consistency": {s}, "realism": {s}, "quality": {s}}}</final_evaluation>'
+
+
+async def test_judge_score_mode_through_the_runner(tmp_path):
+    data = seven_domain_data(tmp_path)
+    cfg = EvalConfig(out=tmp_path / "run", data=data, domains=("mcp", "os"))
+    summary = await evaluate(cfg, FunctionChatModel(echo_truth), judge=FunctionChatModel(scoring_judge, "judge"),
+                             show_progress=False)
+    assert summary["domains"]["mcp"]["judge_score"] == 100.0 and summary["domains"]["os"]["judge_score"] == 0.0
+    assert summary["macro"]["judge_score"] == 50.0 and summary["run"]["judge"] == "judge"
+    assert (tmp_path / "run" / "judgments.partial.jsonl").exists()
+
+
+async def test_judge_pairwise_modes_through_the_runner(tmp_path):
+    data = seven_domain_data(tmp_path)
+    always_a = FunctionChatModel(lambda m: "<answer>A</answer>", "judge")
+    cfg = EvalConfig(out=tmp_path / "real", data=data, domains=("web",), judge_mode="real")
+    summary = await evaluate(cfg, FunctionChatModel(echo_truth), judge=always_a, show_progress=False)
+    assert summary["domains"]["web"]["judge_wins"] == 50.0  # position bias cancels out
+
+    cfg = EvalConfig(out=tmp_path / "closer", data=data, domains=("web",), judge_mode="closer",
+                     baseline=tmp_path / "real" / "predictions.jsonl")
+    summary = await evaluate(cfg, FunctionChatModel(echo_truth), judge=always_a, show_progress=False)
+    assert summary["domains"]["web"]["judge_wins"] == 50.0 and summary["domains"]["web"]["judge_failed"] == 0
+
+    cfg = EvalConfig(out=tmp_path / "nobase", data=data, domains=("web",), judge_mode="closer")
+    with pytest.raises(DataNotFoundError, match="baseline"):
+        await evaluate(cfg, FunctionChatModel(echo_truth), judge=always_a, show_progress=False)

@@ -153,3 +153,22 @@ def test_closed_sandbox_refuses_and_cleans_up():
 def test_seed_files_must_stay_inside():
     with pytest.raises(SandboxError, match="must be under"):
         Sandbox(files={"/etc/passwd": "x"})
+
+
+def test_output_flood_is_bounded():
+    with Sandbox(limits=SandboxLimits(max_file_bytes=4 << 20)) as sb:
+        r = sb.run(["bash", "-c", "yes flood"], timeout=20, max_output_bytes=1000)
+    assert r.returncode != 0 and len(r.stdout) == 1000  # killed at the file-size limit (SIGXFSZ)
+
+
+def test_hostile_deletion_leaves_the_host_unchanged(tmp_path):
+    canary = tmp_path / "lwm-canary.txt"
+    canary.write_text("still here")
+    before = sorted(p.name for p in Path("/usr/bin").iterdir())
+    script = (f"rm -f {canary} /usr/bin/env /etc/hostname; find / -name 'lwm-canary*' -delete 2>/dev/null;"
+              " rm -rf /root/* /app /tmp/* 2>/dev/null; chmod 000 /usr/bin/ls 2>/dev/null; echo finished")
+    with Sandbox() as sb:
+        assert "finished" in sb.run(["bash", "-c", script], timeout=60).stdout
+    assert canary.read_text() == "still here"
+    assert sorted(p.name for p in Path("/usr/bin").iterdir()) == before
+    assert os.access("/usr/bin/ls", os.X_OK)

@@ -264,25 +264,32 @@ class Sandbox:
             input: text for standard input.
             timeout: wall-clock limit in seconds (default ``limits.command_timeout_seconds``);
                 on expiry the whole process tree is killed and ``returncode`` is ``-9``.
-            max_output_bytes: stdout and stderr are each cut to this size.
+            max_output_bytes: stdout and stderr are each cut to this size. They go to files
+                that the sandbox's file-size limit bounds, so a flood of output never
+                reaches the host's memory.
 
         Returns:
             the completed process, with text ``stdout``/``stderr``.
         """
+        self._check_open()
         timeout = self.limits.command_timeout_seconds if timeout is None else timeout
-        proc = self.spawn(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        ).process
-        try:
-            out, err = proc.communicate(input.encode() if input is not None else None, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._kill(proc)
-            out, err = proc.communicate()
-        dec = lambda b: b[:max_output_bytes].decode("utf-8", "replace")  # noqa: E731
-        return subprocess.CompletedProcess(list(argv), proc.returncode, dec(out), dec(err))
+        with tempfile.TemporaryFile(dir=self.host_dir) as out, tempfile.TemporaryFile(dir=self.host_dir) as err:
+            proc = self.spawn(
+                argv,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            ).process
+            try:
+                proc.communicate(input.encode() if input is not None else None, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._kill(proc)
+                proc.wait()
+            texts = []
+            for f in (out, err):
+                f.seek(0)
+                texts.append(f.read(max_output_bytes).decode("utf-8", "replace"))
+        return subprocess.CompletedProcess(list(argv), proc.returncode, *texts)
 
     def host_command(self, argv: Sequence[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
         """Run a trusted host program (e.g. the tmux client) as the sandbox's unprivileged
