@@ -2,6 +2,7 @@
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -150,9 +151,22 @@ def test_closed_sandbox_refuses_and_cleans_up():
         sb.run(["true"])
 
 
-def test_seed_files_must_stay_inside():
-    with pytest.raises(SandboxError, match="must be under"):
-        Sandbox(files={"/etc/passwd": "x"})
+@pytest.mark.parametrize("path", ["/etc/passwd", "/tmp/../../../../etc/x", "/app/./a", "/app//a", "app/a"])
+def test_seed_files_must_stay_inside(path):
+    before = set(Path(tempfile.gettempdir()).glob("lwm-sandbox-*"))
+    with pytest.raises(SandboxError, match="must be a plain path"):
+        Sandbox(files={path: "x"})
+    assert set(Path(tempfile.gettempdir()).glob("lwm-sandbox-*")) == before  # nothing left behind
+
+
+def test_dev_is_bounded_and_nested_namespaces_are_refused():
+    with Sandbox(limits=SandboxLimits(disk_bytes=8 << 20)) as sb:
+        r = sb.run(["bash", "-c", "head -c 20000000 /dev/zero > /dev/shm/big; du -b /dev/shm/big | cut -f1;"
+                                  " echo x > /dev/newfile; echo ok > /dev/null && echo null-ok;"
+                                  " unshare -U true 2>/dev/null || echo userns-refused"])
+    size, null_ok, userns = r.stdout.split()
+    assert int(size) <= 8 << 20 and null_ok == "null-ok" and userns == "userns-refused"
+    assert "/dev/newfile: Read-only file system" in r.stderr
 
 
 def test_output_flood_is_bounded():

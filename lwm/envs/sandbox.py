@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import secrets
 import shutil
 import signal
@@ -83,6 +84,15 @@ def bwrap_available() -> bool:
         return False
 
 
+def _inside_private_dirs(path: str) -> bool:
+    # Absolute, normalized (no "..", no "//", no "."), under a private tmpfs.
+    return (
+        path.startswith(("/root/", "/app/", "/tmp/"))
+        and posixpath.normpath(path) == path
+        and "\0" not in path
+    )
+
+
 @dataclass(frozen=True)
 class SandboxProcess:
     """A process started in a sandbox.
@@ -123,6 +133,9 @@ class Sandbox:
     def __post_init__(self) -> None:
         if not shutil.which("bwrap"):
             raise SandboxError("bwrap not found: install the Debian package 'bubblewrap'")
+        for path in self.files:
+            if not _inside_private_dirs(path):
+                raise SandboxError(f"seed file {path!r} must be a plain path under /root, /app or /tmp")
         self.uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         self.host_dir = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
         # The control directory is the one path shared with the host: sockets and the
@@ -140,8 +153,6 @@ class Sandbox:
         (self.etc_dir / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files\n")
         seed = self.ctl_dir / "seed"
         for path, content in self.files.items():
-            if not path.startswith(("/root/", "/app/", "/tmp/")):
-                raise SandboxError(f"seed file {path!r} must be under /root, /app or /tmp")
             dest = seed / path.lstrip("/")
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(content)
@@ -166,6 +177,7 @@ class Sandbox:
             "bwrap",
             "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
             "--unshare-user",
+            "--disable-userns",  # no nested namespaces: no capabilities to regain inside
             "--uid", "0", "--gid", "0",
             "--hostname", self.hostname,
             "--die-with-parent",
@@ -188,6 +200,9 @@ class Sandbox:
         # reached from the host through /proc/<pid>/root (see SandboxProcess.root).
         cmd += ["--ro-bind", str(self.ctl_dir), "/run/lwm"]
         cmd += ["--perms", "0700", "--size", str(1 << 20), "--tmpfs", "/run/tmux", "--chdir", WORKDIR]
+        # /dev is bwrap's own tmpfs: its shared memory gets a bounded tmpfs, the rest is
+        # read-only (writing to device nodes such as /dev/null still works).
+        cmd += ["--perms", "1777", "--size", str(lim.disk_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         # Hide the host's locally installed software: the sandbox is a plain Debian.
         cmd += ["--perms", "0755", "--size", "4096", "--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
         cmd += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs mounts stay writable

@@ -1,17 +1,22 @@
 """A real terminal: bash in tmux, inside the bubblewrap sandbox.
 
-The tmux server and the shell run inside the sandbox; the host only talks to the server
-through its socket (as the sandbox's unprivileged uid), to type keys and read the screen.
+The tmux server, the shell and the tmux client commands all run inside the sandbox: a
+small controller there (``tmux_controller.py``) takes requests on a pipe and answers
+with the screen. The host only reads bounded JSON from that pipe.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import select
 import subprocess
 import time
+from pathlib import Path
 
 from lwm.domains import terminal as domain
 from lwm.envs.base import StepResult, Task
-from lwm.envs.sandbox import DEFAULT_ENV, Sandbox, SandboxLimits, SandboxProcess
+from lwm.envs.sandbox import DEFAULT_ENV, Sandbox, SandboxLimits
 from lwm.errors import EnvironmentClosedError, SandboxError
 
 _TMUX_CONF = """\
@@ -30,7 +35,9 @@ HISTCONTROL=ignorespace
 PROMPT_COMMAND=
 export PATH={path}
 """
-_SOCKET = "run/tmux/tmux.sock"
+_PANE = "main:0.0"  # the episode's pane, even if the agent opens other windows
+_CONTROLLER = Path(__file__).with_name("tmux_controller.py")
+_MAX_REPLY = 1 << 20
 
 
 class TerminalEnv:
@@ -64,7 +71,7 @@ class TerminalEnv:
         self.limits = limits or SandboxLimits()
         self.max_action_seconds = max_action_seconds
         self._sandbox: Sandbox | None = None
-        self._server: SandboxProcess | None = None
+        self._control: subprocess.Popen | None = None
 
     def system_prompt(self) -> str:
         return domain.system_prompt(self.width, self.height, "sandbox")
@@ -80,56 +87,69 @@ class TerminalEnv:
         self.close()
         files = {"/root/.bashrc": _BASHRC.format(path=DEFAULT_ENV["PATH"]), **task.files}
         self._sandbox = Sandbox(limits=self.limits, files=files)
-        conf = self._sandbox.ctl_dir / "tmux.conf"
-        conf.write_text(_TMUX_CONF)
-        # The tmux server runs in the foreground (-D) as the sandbox's main process.
-        self._server = self._sandbox.spawn(["tmux", "-D", "-S", "/" + _SOCKET, "-f", "/run/lwm/tmux.conf"])
-        self._wait_for(lambda: (self._server.root / _SOCKET).exists(), 10, "tmux server")
-        self._tmux("new-session", "-d", "-s", "main", "-x", str(self.width), "-y", str(self.height), "-c", "/app",
-                   "bash --rcfile /root/.bashrc -i")
+        (self._sandbox.ctl_dir / "tmux.conf").write_text(_TMUX_CONF)
+        (self._sandbox.ctl_dir / "ctl.py").write_text(_CONTROLLER.read_text())
+        self._control = self._sandbox.spawn(["python3", "-I", "/run/lwm/ctl.py"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL).process
+        (code, _, err), = self._read_reply(time.monotonic() + 15)  # the controller's "ready"
+        if code != 0:
+            raise SandboxError(f"tmux server did not start: {err}")
+        self._tmux(["new-session", "-d", "-s", "main", "-x", str(self.width), "-y", str(self.height),
+                    "-c", "/app", "bash --rcfile /root/.bashrc -i"])
         self._wait_for(lambda: self.screen().endswith("#"), 10, "shell prompt")
         if task.setup:
             # Setup runs in the shell itself (so its state carries over); it signals its end
             # through tmux, then clears the screen so the episode starts on a clean prompt.
             # The leading space keeps it out of the shell's history (HISTCONTROL).
-            self._type(" " + " && ".join(task.setup) + "; tmux wait-for -S lwm-setup; clear\n")
-            self._tmux("wait-for", "lwm-setup", timeout=self.limits.command_timeout_seconds)
+            self._type(" " + " && ".join(task.setup) + "; tmux wait-for -S lwm-setup; clear\n",
+                       time.monotonic() + self.limits.command_timeout_seconds)
+            self._tmux(["wait-for", "lwm-setup"], timeout=self.limits.command_timeout_seconds)
             self._wait_for(lambda: "\n" not in self.screen(), 10, "screen clear after setup")
         return self.screen()
 
     def step(self, action: str) -> StepResult:
         """Type the action's keystrokes, wait their durations, read the screen.
 
-        ``[]`` ends the episode (``done=True``) and returns the current screen.
+        The whole action, typing included, is cut at ``max_action_seconds``
+        (``info["duration_capped"]``). ``[]`` ends the episode (``done=True``) and returns
+        the current screen; so does a shell that has exited (``info["shell_exited"]``).
 
         Raises:
             ActionFormatError: the action is not a JSON keystroke list.
             EnvironmentClosedError: no episode is running.
+            SandboxError: the terminal stopped answering (e.g. the agent killed tmux).
         """
-        if self._server is None:
+        if self._control is None:
             raise EnvironmentClosedError("call reset() before step()")
         keys = domain.parse_action(action)
         if not keys:
             return StepResult(self.screen(), done=True)
-        budget, capped = self.max_action_seconds, False
         t0 = time.monotonic()
+        deadline, capped = t0 + self.max_action_seconds, False
         for key in keys:
             if key.keystrokes:
                 if key.is_key_name:
-                    self._tmux("send-keys", "-t", "main", key.keystrokes)
+                    self._tmux(["send-keys", "-t", _PANE, key.keystrokes])
                 else:
-                    self._type(key.keystrokes)
-            wait = min(key.duration, max(0.0, budget - (time.monotonic() - t0)))
+                    capped |= not self._type(key.keystrokes, deadline)
+            wait = min(key.duration, max(0.0, deadline - time.monotonic()))
             capped |= wait < key.duration
             time.sleep(wait)
+        screen, dead = self._screen_and_state()
         info = {"seconds": round(time.monotonic() - t0, 3), "duration_capped": capped}
-        return StepResult(self.screen(), info=info)
+        if dead:
+            info["shell_exited"] = True
+        return StepResult(screen, done=dead, info=info)
 
     def close(self) -> None:
         """Kill the shell and everything it started; delete the sandbox. Safe to call twice."""
         if self._sandbox is not None:
             self._sandbox.close()
-        self._sandbox = self._server = None
+        if self._control is not None:
+            for pipe in (self._control.stdin, self._control.stdout):
+                pipe.close()
+        self._sandbox = self._control = None
 
     def __enter__(self) -> "TerminalEnv":
         return self
@@ -137,36 +157,84 @@ class TerminalEnv:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- tmux ------------------------------------------------------------------------
+    # -- tmux, through the in-sandbox controller ----------------------------------------
     def screen(self) -> str:
         """The visible screen: lines right-stripped, trailing blank lines removed."""
-        out = self._tmux("capture-pane", "-p", "-t", "main")
-        return "\n".join(line.rstrip() for line in out.split("\n")).rstrip("\n")
+        return self._screen_and_state()[0]
 
-    def _type(self, text: str) -> None:
-        # Literal text (-l) so that words like "Enter" are typed, not pressed; newlines
-        # are pressed as Enter. tmux reads a ';' that ends an argument as a command
-        # separator, so trailing semicolons are sent escaped ('\\;'), one per call.
+    def _screen_and_state(self) -> tuple[str, bool]:
+        # Read exactly the window's rows and columns, whatever the agent did to tmux.
+        capture, state = self._tmux(
+            ["capture-pane", "-p", "-t", _PANE, "-S", "0", "-E", str(self.height - 1)],
+            ["display-message", "-p", "-t", _PANE, "#{pane_dead}"],
+        )
+        lines = [line[: self.width].rstrip() for line in capture.split("\n")[: self.height]]
+        return "\n".join(lines).rstrip("\n"), state.strip() == "1"
+
+    def _type(self, text: str, deadline: float) -> bool:
+        """Type ``text`` in one tmux call; returns False if the deadline cut it short.
+
+        Literal text (-l) so that words like "Enter" are typed, not pressed; newlines are
+        pressed as Enter. tmux reads a ';' that ends an argument as a command separator,
+        so trailing semicolons are typed as an escaped '\\;' each.
+        """
+        commands = []
         for i, chunk in enumerate(text.split("\n")):
             if i:
-                self._tmux("send-keys", "-t", "main", "Enter")
+                commands.append(["send-keys", "-t", _PANE, "Enter"])
             body = chunk.rstrip(";")
             if body:
-                self._tmux("send-keys", "-t", "main", "-l", "--", body)
-            for _ in range(len(chunk) - len(body)):
-                self._tmux("send-keys", "-t", "main", "-l", "--", "\\;")
+                commands.append(["send-keys", "-t", _PANE, "-l", "--", body])
+            commands += [["send-keys", "-t", _PANE, "-l", "--", "\\;"]] * (len(chunk) - len(body))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        self._tmux(*commands, timeout=left)
+        return True
 
-    def _tmux(self, *args: str, timeout: float = 10.0) -> str:
-        if self._sandbox is None or self._server is None:
+    def _tmux(self, *commands: list[str], timeout: float = 10.0) -> list[str]:
+        """Run tmux client commands inside the sandbox; return their outputs.
+
+        Raises:
+            SandboxError: a command failed or the controller did not answer in time.
+        """
+        if self._control is None or self._control.stdin is None:
             raise EnvironmentClosedError("terminal is closed")
-        sock = str(self._server.root / _SOCKET)
+        request = json.dumps({"commands": list(commands), "timeout": timeout}) + "\n"
         try:
-            r = self._sandbox.host_command(["tmux", "-S", sock, *args], timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise SandboxError(f"tmux {args[0]} timed out after {timeout}s") from None
-        if r.returncode != 0:
-            raise SandboxError(f"tmux {args[0]} failed: {r.stderr.strip()}")
-        return r.stdout
+            self._control.stdin.write(request.encode())
+            self._control.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise SandboxError("the terminal's controller has exited") from None
+        results = self._read_reply(time.monotonic() + timeout + 5)
+        for code, _, err in results:
+            if code != 0:
+                raise SandboxError(f"tmux failed ({code}): {str(err).strip()[:300]}")
+        if len(results) != len(commands):
+            raise SandboxError("the terminal's controller answered out of step")
+        return [str(out) for _, out, _ in results]
+
+    def _read_reply(self, deadline: float) -> list:
+        # One line from an untrusted process: bounded in time and size, parsed as data only.
+        fd = self._control.stdout.fileno()
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
+            if not ready:
+                raise SandboxError("the terminal did not answer in time")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise SandboxError("the terminal's controller has exited")
+            buf += chunk
+            if len(buf) > _MAX_REPLY:
+                raise SandboxError(f"the terminal's answer exceeded {_MAX_REPLY} bytes")
+        try:
+            reply = json.loads(buf)
+            assert isinstance(reply, list) and all(isinstance(r, list) and len(r) == 3 for r in reply)
+        except (ValueError, AssertionError):
+            raise SandboxError("the terminal's controller sent a malformed answer") from None
+        return reply
 
     def _wait_for(self, ready, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -175,8 +243,7 @@ class TerminalEnv:
                 if ready():
                     return
             except SandboxError:
-                pass
-            if self._server.process.poll() is not None:
-                raise SandboxError(f"sandbox exited (code {self._server.process.returncode}) before {what}")
+                if self._control.poll() is not None:
+                    break
             time.sleep(0.02)
         raise SandboxError(f"timed out after {timeout}s waiting for {what}")

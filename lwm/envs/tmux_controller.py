@@ -1,0 +1,49 @@
+"""The in-sandbox half of the terminal environment (runs under the sandbox's python3).
+
+It starts the tmux server, then answers requests from the host on stdin, one JSON line
+each: ``{"commands": [[tmux args…], …], "timeout": seconds}``. It runs the tmux client
+commands in order (stopping at the first failure) and answers one JSON line:
+``[[returncode, stdout, stderr], …]``. The host never runs a tmux client itself: a
+client does what its server tells it, and the server belongs to the agent.
+
+Kept to the standard library of Python 3.8+ (the sandbox's system Python).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+SOCKET = "/run/tmux/tmux.sock"
+
+
+def main():
+    subprocess.Popen(["tmux", "-D", "-S", SOCKET, "-f", "/run/lwm/tmux.conf"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(SOCKET) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reply([[0 if os.path.exists(SOCKET) else 1, "", "" if os.path.exists(SOCKET) else "no tmux socket"]])
+    for line in sys.stdin:
+        request = json.loads(line)
+        results = []
+        for args in request["commands"]:
+            try:
+                r = subprocess.run(["tmux", "-S", SOCKET] + args, stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=request.get("timeout", 10))
+                results.append([r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")])
+            except subprocess.TimeoutExpired:
+                results.append([124, "", "timed out"])
+            if results[-1][0] != 0:
+                break
+        reply(results)
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
