@@ -9,7 +9,7 @@ from conftest import needs_sandbox
 from lwm.domains.terminal import parse_action
 from lwm.envs.base import Task
 from lwm.envs.terminal import TerminalEnv
-from lwm.errors import ActionFormatError, EnvironmentClosedError
+from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
 from lwm.suites import keys
 
 pytestmark = needs_sandbox
@@ -78,11 +78,28 @@ def test_long_action_is_capped():
         t0 = time.monotonic()
         r = env.step(keys(("", 5.0)))
         assert time.monotonic() - t0 < 2 and r.info["duration_capped"]
+        t0 = time.monotonic()  # typing counts too: many items, many newlines
+        r = env.step(json.dumps([{"keystrokes": "\n" * 200, "duration": 0}] * 200))
+        assert time.monotonic() - t0 < 3 and r.info["duration_capped"]
 
 
-def test_exit_leaves_a_readable_screen(env):
-    obs = env.step(keys(("exit\n", 0.3))).observation
-    assert "exit" in obs
+def test_agent_cannot_change_what_the_screen_is(env):
+    r = env.step(keys("tmux -S /run/tmux/tmux.sock set -g window-size manual \\; resize-window -x 1000 -y 500\n"))
+    lines = r.observation.split("\n")
+    assert len(lines) <= 24 and max(map(len, lines)) <= 80
+
+
+def test_killing_tmux_is_a_clean_error():
+    env = TerminalEnv()
+    env.reset(Task("t"))
+    with pytest.raises(SandboxError):
+        env.step(keys("tmux -S /run/tmux/tmux.sock kill-server\n"))
+    env.close()
+
+
+def test_exit_ends_the_episode_with_a_readable_screen(env):
+    r = env.step(keys(("exit\n", 0.3)))
+    assert "exit" in r.observation and r.done and r.info["shell_exited"]
 
 
 def test_close_kills_background_processes():
@@ -100,7 +117,10 @@ def test_close_kills_background_processes():
 
 
 @pytest.mark.parametrize("bad", ["not json", '{"keys": "ls"}', '[{"keystrokes": 3}]',
-                                 '[{"keystrokes": "ls", "duration": -1}]', '"ls"'])
+                                 '[{"keystrokes": "ls", "duration": -1}]', '"ls"',
+                                 '[{"keystrokes": "a\\u0000b"}]', '[{"keystrokes": "\\ud800"}]',
+                                 '[{"keystrokes": "ls", "duration": NaN}]', '[{"keystrokes": "ls", "duration": 1e400}]',
+                                 json.dumps([{"keystrokes": "x" * 9000}]), json.dumps([{"keystrokes": ""}] * 300)])
 def test_malformed_actions_are_rejected(env, bad):
     with pytest.raises(ActionFormatError):
         env.step(bad)

@@ -11,6 +11,7 @@ agent is done.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -18,6 +19,8 @@ from lwm.errors import ActionFormatError
 
 NAME = "terminal"
 DEFAULT_DURATION = 0.5
+MAX_KEYSTROKES = 8192  # characters per item (tmux's command size limit is about 16 KB)
+MAX_ITEMS = 256
 #: tmux key names accepted as special keys (``man tmux``, KEY BINDINGS).
 _KEY_NAME = re.compile(
     r"^(?:[CMS]-)*(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|"
@@ -85,15 +88,31 @@ def parse_action(action: str | list) -> list[Keystroke]:
         action = [action]
     if not isinstance(action, list):
         raise ActionFormatError(NAME, text, "expected a JSON list of {keystrokes, duration}")
+    if len(action) > MAX_ITEMS:
+        raise ActionFormatError(NAME, text, f"{len(action)} items; at most {MAX_ITEMS}")
     out = []
     for i, item in enumerate(action):
         if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
             raise ActionFormatError(NAME, text, f"item {i} needs a string 'keystrokes'")
+        keystrokes = item["keystrokes"]
+        if len(keystrokes) > MAX_KEYSTROKES:
+            raise ActionFormatError(NAME, text, f"item {i}: keystrokes longer than {MAX_KEYSTROKES} characters")
+        if not _typable(keystrokes):
+            raise ActionFormatError(NAME, text, f"item {i}: keystrokes contain a NUL or an unencodable character")
         duration = item.get("duration", DEFAULT_DURATION)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration < 0:
-            raise ActionFormatError(NAME, text, f"item {i}: 'duration' must be a number ≥ 0")
-        out.append(Keystroke(item["keystrokes"], float(duration)))
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 <= duration < math.inf:
+            raise ActionFormatError(NAME, text, f"item {i}: 'duration' must be a finite number ≥ 0")
+        out.append(Keystroke(keystrokes, float(duration)))
     return out
+
+
+def _typable(text: str) -> bool:
+    # Control characters other than NUL can be typed; lone surrogates cannot be encoded.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in text
 
 
 def format_action(keys: list[Keystroke] | list[dict]) -> str:
