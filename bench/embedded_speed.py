@@ -15,6 +15,7 @@ import asyncio
 import time
 
 from _common import machine
+
 from lwm.models.base import SamplingParams
 
 PROMPT = [{"role": "system", "content": "You simulate a Linux terminal. Print the screen."},

@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import delay_server, free_port, lwm_serve_model, machine, server
 from openai import OpenAI
 
-from _common import delay_server, free_port, lwm_serve_model, machine, server
 from lwm.data.collect import CollectConfig, collect
 from lwm.eval.prompts import build_messages
 from lwm.eval.runner import EvalConfig, evaluate, load_rows

@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
 def _run_dir() -> Path:
@@ -44,14 +44,18 @@ def collect(
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Play scripted episodes in a real sandboxed environment and write transitions."""
-    from lwm.data.collect import CollectConfig, collect as run_collect
+    from lwm.data.collect import CollectConfig
+    from lwm.data.collect import collect as run_collect
 
     out = out or _run_dir() / "data"
     try:
         res = run_collect(CollectConfig(out=out, domain=domain, episodes=episodes, extended=extended, runs=runs,
                                         workers=workers),
                           show_progress=progress)
-    except (LwmError, KeyError) as e:
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
+        raise typer.Exit(130) from None
+    except (LwmError, KeyError, OSError) as e:
         _fail(e)
     console.print(f"{res.trajectories} trajectories, {res.turns} real steps in {res.seconds:.1f}s → {res.rows_path}")
     if res.failed:
@@ -82,8 +86,8 @@ def eval_(
     extra_body: Optional[str] = typer.Option(None, help="JSON passed through in each request body, e.g. "
                                              "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}'."),
     max_prompt_tokens: int = typer.Option(2048, min=64, help="History window budget; oldest turns dropped first."),
-    context_window: Optional[int] = typer.Option(None, help="Model context length (embedded default 4096)."),
-    timeout: float = typer.Option(600.0, help="Seconds per request."),
+    context_window: Optional[int] = typer.Option(None, min=256, help="Model context length (embedded default 4096)."),
+    timeout: float = typer.Option(600.0, min=0.001, help="Seconds per request."),
     judge_model: Optional[str] = typer.Option(None, help="Judge model name (enables judging)."),
     judge_base_url: Optional[str] = typer.Option(None, help="Judge endpoint (default: --base-url)."),
     judge_api_key: Optional[str] = typer.Option(None, envvar="LWM_JUDGE_API_KEY", help="Judge API key."),
@@ -105,6 +109,8 @@ def eval_(
         body = json.loads(extra_body) if extra_body else {}
     except json.JSONDecodeError as e:
         _fail(ValueError(f"--extra-body is not JSON: {e}"))
+    if not isinstance(body, dict):
+        _fail(ValueError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'"))
     out = out or _run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
@@ -115,7 +121,8 @@ def eval_(
     )
     try:
         if data is None:
-            from lwm.data.collect import CollectConfig, collect as run_collect
+            from lwm.data.collect import CollectConfig
+            from lwm.data.collect import collect as run_collect
 
             console.print(f"Collecting ground truth from the real terminal suite into {out / 'data'} …")
             res = run_collect(CollectConfig(out=out / "data", episodes=episodes), show_progress=progress)
@@ -131,10 +138,13 @@ def eval_(
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
         raise typer.Exit(130) from None
-    except LwmError as e:
+    except (LwmError, OSError) as e:
         _fail(e)
     print_summary(summary, Console())
     console.print(f"wrote {out}/predictions.jsonl, summary.json, report.md")
+    if summary["failed"] == summary["rows"]:
+        console.print("[red]every row failed[/red]; see 'errors' above and re-run the same command to retry them")
+        raise typer.Exit(1)
 
 
 @app.command("serve-model")

@@ -6,7 +6,8 @@
     ├── SandboxError          the sandbox could not start or was used after close
     ├── EnvironmentClosedError  step() after close() or before reset()
     ├── ModelUnavailableError a world-model backend cannot be reached or loaded
-    └── DataNotFoundError     no input where input was expected
+    ├── DataNotFoundError     no input where input was expected
+    └── RunMismatchError      resuming a run directory with other settings
 """
 
 from __future__ import annotations
@@ -55,3 +56,18 @@ class ModelUnavailableError(LwmError, RuntimeError):
 
 class DataNotFoundError(LwmError, FileNotFoundError):
     """Expected input files are missing."""
+
+
+class RunMismatchError(LwmError, ValueError):
+    """A run directory is being resumed with settings other than those it was started with.
+
+    Attributes:
+        out: the run directory.
+        differences: ``{setting: (recorded, requested)}``.
+    """
+
+    def __init__(self, out: str | Path, differences: dict[str, tuple]) -> None:
+        self.out, self.differences = Path(out), differences
+        shown = "; ".join(f"{k}: started with {a!r}, now {b!r}" for k, (a, b) in differences.items())
+        super().__init__(f"{out} holds a run with other settings ({shown}); resume it with the same "
+                         "settings or choose a new --out")

@@ -29,26 +29,37 @@ def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterat
         RowFormatError: a line is not a JSON object (names the file and the 1-based line).
     """
     path = Path(path)
-    data = path.read_bytes().decode("utf-8")
-    lines = data.split("\n")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RowFormatError(path, 0, f"cannot read: {e.strerror or e}") from None
+    lines = data.split(b"\n")
     last = len(lines) - 1
-    for i, line in enumerate(lines):
-        if not line.strip():
+    for i, raw in enumerate(lines):
+        if not raw.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
             if skip_truncated_tail and i == last:
                 return
-            raise RowFormatError(path, i + 1, f"not valid JSON ({e.msg} at column {e.colno})") from None
+            why = {UnicodeDecodeError: "not valid UTF-8", RecursionError: "nested too deeply"}.get(type(e))
+            why = why or f"not valid JSON ({e.msg} at column {e.colno})"
+            raise RowFormatError(path, i + 1, why) from None
         if not isinstance(obj, dict):
             raise RowFormatError(path, i + 1, f"expected a JSON object, got {type(obj).__name__}")
         yield i + 1, obj
 
 
 def dumps(obj: Any) -> str:
-    """One JSON line (UTF-8 kept readable, no embedded newline)."""
-    return json.dumps(obj, ensure_ascii=False)
+    """One JSON line (UTF-8 kept readable, no embedded newline). Text that UTF-8 cannot
+    encode (lone surrogates from ``\\ud800`` escapes in the input) stays escaped."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj)
+    return text
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -61,6 +72,7 @@ def write_atomic(path: str | Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -70,6 +82,12 @@ def write_atomic(path: str | Path, text: str) -> None:
 def write_jsonl(path: str | Path, objects: Iterable[Any]) -> None:
     """Write objects as JSON Lines, atomically."""
     write_atomic(path, "".join(dumps(o) + "\n" for o in objects))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class JsonlAppender:

@@ -17,8 +17,6 @@ from lwm.schema import OBSERVATION_MARKER
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 OBS_OPEN, OBS_CLOSE = "<predicted_observation>", "</predicted_observation>"
 _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
-_OBS_BLOCK = re.compile(r"<predicted_observation>(.*?)</predicted_observation>", re.DOTALL | re.IGNORECASE)
-_OBS_OPEN = re.compile(r"<predicted_observation>", re.IGNORECASE)
 _FENCED = re.compile(r"\A(`{3,})[^\n`]*\n(.*?)\n?\1\s*\Z", re.DOTALL)
 _LEADING_FENCE = re.compile(r"\A(`{3,})[^\n`]*\n(.*?)\n\1(?:\n|\Z)", re.DOTALL)
 
@@ -34,7 +32,7 @@ ISSUES = (
     "no_observation_tag",  # no <predicted_observation> block: the cleaned text is the answer
     "unclosed_observation_tag",  # an opening tag without its close (truncated output)
     "multiple_observation_tags",  # several blocks: the last one is the answer
-    "observation_inside_reasoning",  # the only block was inside unclosed reasoning
+    "observation_inside_reasoning",  # the only complete block was inside reasoning
     "text_after_observation",  # a marked, fenced observation followed by commentary (dropped)
     "empty",  # nothing left
 )
@@ -116,6 +114,15 @@ def _clean(text: str) -> tuple[str, bool]:
     return text.strip(), False
 
 
+def _last_block(text: str) -> str | None:
+    # The last complete <predicted_observation> block, found in linear time (a regex
+    # scan is quadratic on outputs that repeat the opening tag without closing it).
+    low = text.lower()
+    close = low.rfind(OBS_CLOSE)
+    opened = low.rfind(OBS_OPEN, 0, close) if close >= 0 else -1
+    return text[opened + len(OBS_OPEN) : close] if opened >= 0 else None
+
+
 def parse_output(
     text: str, reasoning_content: str | None = None, *, stopped_at: tuple[str, ...] = ()
 ) -> ParsedOutput:
@@ -133,28 +140,25 @@ def parse_output(
         the observation, the reasoning and the list of irregularities.
     """
     text = text or ""
-    if OBS_CLOSE in stopped_at and len(_OBS_OPEN.findall(text)) > len(re.findall(OBS_CLOSE, text, re.I)):
+    if OBS_CLOSE in stopped_at and text.lower().count(OBS_OPEN) > text.lower().count(OBS_CLOSE):
         text += OBS_CLOSE
     answer, reasoning, issues = split_reasoning(text)
     if reasoning_content:
         reasoning = (reasoning_content.strip() + "\n\n" + reasoning).strip()
-    blocks = _OBS_BLOCK.findall(answer)
-    if len(blocks) > 1:
-        issues.append("multiple_observation_tags")
-    if blocks:
-        obs = blocks[-1]
+    block = _last_block(answer)
+    if block is not None:
+        obs = block
+        if answer.lower().count(OBS_CLOSE) > 1:
+            issues.append("multiple_observation_tags")
+    elif (opened := answer.lower().rfind(OBS_OPEN)) >= 0:
+        issues.append("unclosed_observation_tag")
+        obs = answer[opened + len(OBS_OPEN) :]
+    elif (inner := _last_block(reasoning)) is not None:
+        issues.append("observation_inside_reasoning")
+        obs = inner
     else:
-        opens = list(_OBS_OPEN.finditer(answer))
-        inner = _OBS_BLOCK.findall(reasoning) if "unclosed_think" in issues else []
-        if opens:
-            issues.append("unclosed_observation_tag")
-            obs = answer[opens[-1].end() :]
-        elif inner:
-            issues.append("observation_inside_reasoning")
-            obs = inner[-1]
-        else:
-            issues.append("no_observation_tag")
-            obs = answer
+        issues.append("no_observation_tag")
+        obs = answer
     obs, commentary = _clean(obs)
     if commentary:
         issues.append("text_after_observation")

@@ -135,12 +135,13 @@ class BenchRow(BaseModel):
     model_config = ConfigDict(extra="allow")
     task: str
     id: Any
-    turn_idx: int = Field(ge=1)
-    total_turns: int = Field(ge=1)
+    turn_idx: int = Field(ge=1, strict=True)
+    total_turns: int = Field(ge=1, strict=True)
     system_str: str = ""
     prompt: list[str]
     response: list[str]
     current_prompt: str = ""
+    volatile_spans: list[tuple[int, int]] = Field(default_factory=list)
 
     @property
     def domain(self) -> str:
@@ -154,7 +155,7 @@ class BenchRow(BaseModel):
 
     @property
     def volatile(self) -> list[Span]:
-        return [tuple(s) for s in (self.model_extra or {}).get("volatile_spans", [])]
+        return list(self.volatile_spans)
 
 
 def _fence(text: str, info: str = "") -> str:
@@ -212,7 +213,7 @@ def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list
                 prompt=prompts,
                 response=responses[:k],
                 current_prompt=items[k - 1],
-                volatile_spans=[list(s) for s in turn.volatile],
+                volatile_spans=list(turn.volatile),
             )
         )
     return rows

@@ -3,6 +3,7 @@
 import json
 
 from conftest import needs_sandbox
+
 from lwm.data import collect as C
 from lwm.envs.base import Task
 from lwm.schema import read_rows

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
 from lwm.errors import DataNotFoundError, RowFormatError
-from lwm.models.base import FunctionChatModel
+from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
+from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
 
 
@@ -182,3 +182,43 @@ async def test_judge_pairwise_modes_through_the_runner(tmp_path):
     cfg = EvalConfig(out=tmp_path / "nobase", data=data, domains=("web",), judge_mode="closer")
     with pytest.raises(DataNotFoundError, match="baseline"):
         await evaluate(cfg, FunctionChatModel(echo_truth), judge=always_a, show_progress=False)
+
+
+async def test_failed_rows_are_retried_on_resume(tmp_path):
+    data = make_data(tmp_path, episodes=1)
+
+    def down(messages):
+        raise ConnectionError("refused")
+
+    run = tmp_path / "run"
+    first = await evaluate(EvalConfig(out=run, data=data), FunctionChatModel(down, "m"), show_progress=False)
+    assert first["failed"] == 4
+    again = await evaluate(EvalConfig(out=run, data=data), FunctionChatModel(oracle, "m"), show_progress=False)
+    assert again["failed"] == 0 and again["domains"]["terminal"]["exact"] == 50.0
+
+
+async def test_resume_with_other_settings_is_refused(tmp_path):
+    from lwm.errors import RunMismatchError
+
+    data = make_data(tmp_path, episodes=1)
+    run = tmp_path / "run"
+    await evaluate(EvalConfig(out=run, data=data, limit=2), FunctionChatModel(oracle, "model-a"), show_progress=False)
+    with pytest.raises(RunMismatchError, match="model-a"):
+        await evaluate(EvalConfig(out=run, data=data), FunctionChatModel(oracle, "model-b"), show_progress=False)
+    with pytest.raises(RunMismatchError, match="temperature"):
+        await evaluate(EvalConfig(out=run, data=data, sampling=SamplingParams(temperature=0.9)),
+                       FunctionChatModel(oracle, "model-a"), show_progress=False)
+
+
+def test_undecodable_and_deep_lines_are_named(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x_test.jsonl").write_bytes(b'{"task": "x"}\n{"task": "\xff"}\n')
+    with pytest.raises(RowFormatError, match="x_test.jsonl:1"):
+        load_rows(bad)  # line 1 lacks fields
+    (bad / "x_test.jsonl").write_bytes(b'\n{"task": "\xff"}\n')
+    with pytest.raises(RowFormatError, match=r"x_test.jsonl:2: not valid UTF-8"):
+        load_rows(bad)
+    (bad / "x_test.jsonl").write_text("[" * 100000 + "\n")
+    with pytest.raises(RowFormatError, match="nested too deeply"):
+        load_rows(bad)

@@ -1,13 +1,13 @@
 """The OpenAI-compatible backend against real HTTP servers."""
 
 import pytest
+from servers import free_port, lwm_serve_model, vllm_style_server
+from test_eval_runner import make_data
 
 from lwm.eval.runner import EvalConfig, evaluate
 from lwm.models import load_model
 from lwm.models.base import SamplingParams
 from lwm.models.embedded import EMBEDDED_NAME
-from servers import free_port, lwm_serve_model, vllm_style_server
-from test_eval_runner import make_data
 
 MESSAGES = [{"role": "system", "content": "You simulate a Linux terminal."},
             {"role": "user", "content": "echo hi"}]

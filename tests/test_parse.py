@@ -65,3 +65,16 @@ def test_stop_string_cut_by_the_server_is_restored():
     cut = "<think>r</think><predicted_observation>screen"
     assert parse_output(cut, stopped_at=("</predicted_observation>",)).issues == []
     assert parse_output(cut).issues == ["unclosed_observation_tag"]
+
+
+def test_answer_before_a_stray_think_close_is_recovered():
+    parsed = parse_output("<predicted_observation>ok</predicted_observation>\nmore</think>")
+    assert parsed.observation == "ok" and "observation_inside_reasoning" in parsed.issues
+
+
+def test_repeated_open_tags_parse_in_linear_time():
+    import time
+
+    t0 = time.monotonic()
+    parsed = parse_output("<predicted_observation>" * 20000)
+    assert time.monotonic() - t0 < 1.0 and parsed.issues[0] == "unclosed_observation_tag"

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import needs_sandbox
+
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import SandboxError
 

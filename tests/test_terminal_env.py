@@ -4,8 +4,8 @@ import json
 import time
 
 import pytest
-
 from conftest import needs_sandbox
+
 from lwm.domains.terminal import parse_action
 from lwm.envs.base import Task
 from lwm.envs.terminal import TerminalEnv

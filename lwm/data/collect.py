@@ -19,11 +19,21 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from lwm.data.volatility import merge_spans, volatile_spans
 from lwm.envs import make_real_env
+from lwm.errors import RowFormatError
 from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
 from lwm.progress import progress_bar
-from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows, write_trajectories
+from lwm.schema import (
+    Provenance,
+    Trajectory,
+    Turn,
+    rows_from_trajectory,
+    write_rows,
+    write_trajectories,
+)
 from lwm.suites import Episode, load_suite
 
 
@@ -128,8 +138,12 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     partial = out / "trajectories.partial.jsonl"
     done: dict[str, Trajectory] = {}
     if partial.exists():
-        for _, obj in iter_jsonl(partial, skip_truncated_tail=True):
-            traj = Trajectory.model_validate(obj)
+        for line, obj in iter_jsonl(partial, skip_truncated_tail=True):
+            try:
+                traj = Trajectory.model_validate(obj)
+            except ValidationError as e:
+                raise RowFormatError(partial, line, f"not a trajectory ({e.errors()[0]['msg']}); delete the line "
+                                     "to play that run again") from None
             done[traj.id] = traj
     jobs = [
         (ep, run)
@@ -138,20 +152,25 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         if f"{config.domain}/{ep.task.name}/run{run}" not in done
     ]
     failed: dict[str, str] = {}
-    with JsonlAppender(partial) as sink, progress_bar(
-        f"collect {config.domain}", total=len(jobs), enabled=show_progress
-    ) as advance, ThreadPoolExecutor(max_workers=max(1, config.workers)) as pool:
-        futures = {pool.submit(play_episode, ep, config.domain, run): (ep, run) for ep, run in jobs}
-        for fut in as_completed(futures):
-            ep, run = futures[fut]
-            try:
-                traj = fut.result()
-            except Exception as e:  # a failed run is counted and reported, never fatal
-                failed[f"{config.domain}/{ep.task.name}/run{run}"] = f"{type(e).__name__}: {e}"
-            else:
-                sink.append(traj.model_dump(mode="json"))
-                done[traj.id] = traj
-            advance()
+    pool = ThreadPoolExecutor(max_workers=max(1, config.workers))
+    try:
+        with JsonlAppender(partial) as sink, progress_bar(
+            f"collect {config.domain}", total=len(jobs), enabled=show_progress
+        ) as advance:
+            futures = {pool.submit(play_episode, ep, config.domain, run): (ep, run) for ep, run in jobs}
+            for fut in as_completed(futures):
+                ep, run = futures[fut]
+                try:
+                    traj = fut.result()
+                except Exception as e:  # a failed run is counted and reported, never fatal
+                    failed[f"{config.domain}/{ep.task.name}/run{run}"] = f"{type(e).__name__}: {e}"
+                else:
+                    sink.append(traj.model_dump(mode="json"))
+                    done[traj.id] = traj
+                advance()
+    finally:
+        # On Ctrl-C, queued episodes are dropped; the few running ones finish their sandbox.
+        pool.shutdown(wait=True, cancel_futures=True)
 
     by_episode: dict[str, list[Trajectory]] = defaultdict(list)
     for traj in done.values():

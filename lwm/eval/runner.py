@@ -6,6 +6,7 @@ are explicit and recorded. Output directory::
 
     predictions.partial.jsonl  one line per finished row, appended as rows finish
     judgments.partial.jsonl    the same for judge verdicts (with a judge)
+    run.json                   the settings the run was started with (a resume must match)
     predictions.jsonl          final: every row in input order, with its scores
     summary.json, report.md    aggregate tables
 """
@@ -14,15 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError
 from lwm.eval.metrics import fidelity
 from lwm.eval.prompts import build_messages
-from lwm.jsonl import JsonlAppender, iter_jsonl, write_jsonl
+from lwm.jsonl import JsonlAppender, iter_jsonl, write_atomic, write_jsonl
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
 from lwm.progress import progress_bar
@@ -91,9 +93,44 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
 
 
 def _load_partial(path: Path) -> dict[str, dict]:
-    if not path.exists():
-        return {}
-    return {obj["key"]: obj for _, obj in iter_jsonl(path, skip_truncated_tail=True)}
+    records: dict[str, dict] = {}
+    if path.exists():
+        for line, obj in iter_jsonl(path, skip_truncated_tail=True):
+            if not isinstance(obj.get("key"), str):
+                raise RowFormatError(path, line, "a record without its 'key' (delete the line to redo the row)")
+            records[obj["key"]] = obj
+    return records
+
+
+def load_baseline(config: EvalConfig) -> dict[str, dict]:
+    """Predictions of another run, by row key, for ``judge_mode="closer"``.
+
+    Raises:
+        DataNotFoundError: no baseline given, or the file is missing.
+        RowFormatError: a line without ``key`` or ``observation``.
+    """
+    if not config.baseline:
+        raise DataNotFoundError("judge mode 'closer' needs --baseline PREDICTIONS.jsonl")
+    if not Path(config.baseline).is_file():
+        raise DataNotFoundError(f"baseline {config.baseline} does not exist")
+    out = {}
+    for line, obj in iter_jsonl(config.baseline):
+        if not isinstance(obj.get("key"), str) or not isinstance(obj.get("observation", ""), str):
+            raise RowFormatError(config.baseline, line, "not a predictions.jsonl record (needs 'key')")
+        out[obj["key"]] = obj
+    return out
+
+
+def _check_resume(out: Path, settings: dict) -> None:
+    # A run directory records its settings; resuming it with others would mix two runs.
+    path = out / "run.json"
+    if path.exists():
+        before = json.loads(path.read_text())
+        diff = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
+        if diff:
+            raise RunMismatchError(out, diff)
+    else:
+        write_atomic(path, json.dumps(settings, indent=2) + "\n")
 
 
 async def _in_order_tasks(coros):
@@ -115,7 +152,8 @@ async def predict_rows(
     """Predict every row not yet in ``predictions.partial.jsonl``; return all records."""
     path = Path(config.out) / "predictions.partial.jsonl"
     records = _load_partial(path)
-    todo = [(row_key(i, r), r) for i, r in enumerate(rows) if row_key(i, r) not in records]
+    # Rows that failed before are tried again: the last record of a key wins.
+    todo = [(k, r) for i, r in enumerate(rows) if (rec := records.get(k := row_key(i, r))) is None or rec.get("error")]
     sampling = config.sampling.to_dict()
 
     async def one(key: str, row: BenchRow) -> dict:
@@ -150,13 +188,10 @@ async def judge_rows(
 
     path = Path(config.out) / "judgments.partial.jsonl"
     verdicts = _load_partial(path)
-    baseline: dict[str, dict] = {}
-    if config.judge_mode == "closer":
-        if not config.baseline:
-            raise DataNotFoundError("judge mode 'closer' needs --baseline PREDICTIONS.jsonl")
-        baseline = {o["key"]: o for _, o in iter_jsonl(config.baseline)}
+    baseline = load_baseline(config) if config.judge_mode == "closer" else {}
     keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
-    todo = [(k, r) for k, r in keyed if k not in verdicts and records.get(k, {}).get("error") is None]
+    todo = [(k, r) for k, r in keyed
+            if (k not in verdicts or verdicts[k].get("error")) and records.get(k, {}).get("error") is None]
 
     async def one(key: str, row: BenchRow) -> dict:
         pred = records[key]["observation"]
@@ -231,6 +266,13 @@ async def evaluate(
         rows = load_rows(config.data, config.domains, config.limit)
     if not rows:
         raise DataNotFoundError(f"no rows to evaluate in {config.data}")
+    if judge is not None and config.judge_mode == "closer":
+        load_baseline(config)  # fail before predicting, not after
+    _check_resume(out, {
+        "model": model.name, "sampling": config.sampling.to_dict(), "max_prompt_tokens": config.max_prompt_tokens,
+        "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
+        "judge_sampling": config.judge_sampling.to_dict() if judge else None,
+    })
     t0 = time.monotonic()
     records = await predict_rows(rows, model, config, show_progress=show_progress)
     t_pred = time.monotonic() - t0

@@ -75,15 +75,20 @@ class LlamaCppChatModel:
                 "llama-cpp-python is not installed: run `make install` (builds it from source)"
             ) from e
         path = Path(model_path) if model_path else embedded_gguf_path()
+        if not path.is_file():
+            raise ModelUnavailableError(f"no model file at {path}")
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
         self.context_window = n_ctx
-        self._llm = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=n_threads or os.cpu_count() or 1,
-            lora_path=str(lora_path) if lora_path else None,
-            verbose=False,
-        )
+        try:
+            self._llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads or os.cpu_count() or 1,
+                lora_path=str(lora_path) if lora_path else None,
+                verbose=False,
+            )
+        except ValueError as e:  # llama.cpp's way of saying the file or context is unusable
+            raise ModelUnavailableError(f"llama.cpp could not load {path} (n_ctx={n_ctx}): {e}") from None
         self._thread_lock = threading.Lock()  # the model is not thread-safe
         self._queue = asyncio.Lock()
 
