@@ -186,3 +186,16 @@ def test_hostile_deletion_leaves_the_host_unchanged(tmp_path):
     assert canary.read_text() == "still here"
     assert sorted(p.name for p in Path("/usr/bin").iterdir()) == before
     assert os.access("/usr/bin/ls", os.X_OK)
+
+
+@pytest.mark.skipif(not os.access("/sys/fs/cgroup/memory", os.W_OK), reason="no writable cgroup-v1 memory controller")
+def test_total_memory_is_capped_by_a_cgroup():
+    limits = SandboxLimits(max_total_memory_bytes=300 << 20, max_memory_bytes=1 << 30)
+    hog = "python3 -c 'b = bytearray(200 << 20); import time; time.sleep(3)'"
+    with Sandbox(limits=limits) as sb:
+        group = sb.cgroup
+        r = sb.run(["bash", "-c", f"{hog} & {hog} & wait; echo done"], timeout=30)
+        assert group is not None and (group / "memory.max_usage_in_bytes").exists()
+        assert int((group / "memory.max_usage_in_bytes").read_text()) <= 300 << 20
+    assert r.stdout == "done\n" and r.stderr.count("Killed") == 1  # one of the two hogs was OOM-killed
+    assert not group.exists()

@@ -47,6 +47,9 @@ class SandboxLimits:
         max_file_bytes: size of any file written (RLIMIT_FSIZE).
         max_open_files: open descriptors per process (RLIMIT_NOFILE).
         disk_bytes: size of each private tmpfs (``/root``, ``/app``, ``/tmp``).
+        max_total_memory_bytes: memory of all processes together, enforced through a
+            cgroup where the host lets ``lwm`` create one (cgroup v1 memory controller,
+            writable by root); elsewhere only the per-process limit holds.
         lifetime_seconds: wall-clock life of the sandbox; everything inside is killed then.
         command_timeout_seconds: default wall-clock limit of one :meth:`Sandbox.run`.
     """
@@ -57,6 +60,7 @@ class SandboxLimits:
     max_file_bytes: int = 64 << 20
     max_open_files: int = 256
     disk_bytes: int = 128 << 20
+    max_total_memory_bytes: int = 4 << 30
     lifetime_seconds: int = 900
     command_timeout_seconds: float = 30.0
 
@@ -82,6 +86,26 @@ def bwrap_available() -> bool:
             return sb.run(["/bin/true"], timeout=10).returncode == 0
     except (SandboxError, OSError):
         return False
+
+
+_CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
+
+
+def _memory_cgroup(uid: int, limit: int) -> Path | None:
+    """A cgroup (v1 memory controller) capping the sandbox's total memory, or None where
+    the host does not let us make one."""
+    group = _CGROUP_V1_MEMORY / f"lwm-{uid}"
+    try:
+        group.mkdir()
+        (group / "memory.limit_in_bytes").write_text(str(limit))
+        os.chown(group / "cgroup.procs", uid, uid)  # so the unprivileged launcher can join
+    except OSError:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+        return None
+    return group
 
 
 def _inside_private_dirs(path: str) -> bool:
@@ -160,6 +184,7 @@ class Sandbox:
         for p in [self.ctl_dir, *self.ctl_dir.rglob("*")]:
             os.chown(p, self.uid, self.uid)
         self._procs: list[subprocess.Popen] = []
+        self.cgroup = _memory_cgroup(self.uid, self.limits.max_total_memory_bytes)
         self.closed = False
 
     # -- command lines -------------------------------------------------------------
@@ -217,7 +242,10 @@ class Sandbox:
             'if [ -d /run/lwm/seed ]; then cp -a /run/lwm/seed/. / 2>/dev/null; fi; '
             f'exec timeout -s KILL {self.limits.lifetime_seconds} "$@"'
         )
-        return self._prefix() + ["/bin/sh", "-c", inner, "sh", *argv]
+        cmd = self._prefix() + ["/bin/sh", "-c", inner, "sh", *argv]
+        if self.cgroup is not None:  # join the cgroup before anything else starts
+            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *cmd]
+        return cmd
 
     def _host_env(self) -> dict[str, str]:
         return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -338,6 +366,11 @@ class Sandbox:
             except subprocess.TimeoutExpired:  # pragma: no cover - a zombie bwrap
                 pass
         shutil.rmtree(self.host_dir, ignore_errors=True)
+        if self.cgroup is not None:
+            try:
+                self.cgroup.rmdir()
+            except OSError:  # pragma: no cover - a process still exiting; the kernel frees it
+                pass
 
     def __enter__(self) -> "Sandbox":
         return self
