@@ -155,12 +155,14 @@ def serve_model(
     name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name)."),
     n_ctx: int = typer.Option(4096, help="Context window in tokens."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
+    prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
     from lwm.models.server import serve
 
     try:
-        serve(host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads)
+        serve(host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
+              prompt_cache_bytes=prompt_cache_mb << 20)
     except LwmError as e:
         _fail(e)
 

@@ -63,3 +63,19 @@ async def test_unreachable_endpoint_failures_are_counted(tmp_path):
     summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), model, show_progress=False)
     assert summary["rows"] == 2 and summary["failed"] == 2
     assert summary["errors"] == {"APIConnectionError": 2}
+
+
+def test_prompt_cache_counts_whole_states():
+    from lwm.models.embedded import LlamaCppChatModel
+    from lwm.models.server import _bounded_ram_cache
+
+    llm = LlamaCppChatModel()._llm
+    cache = _bounded_ram_cache(capacity_bytes=300 << 20)
+    for i in range(6):
+        llm.reset()
+        llm.eval(llm.tokenize(f"state number {i}".encode()))
+        cache[llm.input_ids[: llm.n_tokens].tolist()] = llm.save_state()
+    state = next(iter(cache.cache_state.values()))
+    per_state = state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
+    assert state.scores.nbytes > state.llama_state_size  # what the library's own count leaves out
+    assert cache.cache_size <= 300 << 20 and len(cache.cache_state) == min(6, (300 << 20) // per_state)

@@ -1,7 +1,9 @@
 """``lwm serve-model``: the embedded model behind an OpenAI-compatible HTTP API.
 
 Built on ``llama_cpp.server`` (the server shipped with llama-cpp-python), so any tool
-that speaks ``/v1/chat/completions`` can use the embedded world model.
+that speaks ``/v1/chat/completions`` can use the embedded world model. The server runs
+one sequence at a time; a prompt cache keeps the KV state of recent prompts, so
+interleaved requests from several episodes still reuse their shared prefixes.
 """
 
 from __future__ import annotations
@@ -13,24 +15,53 @@ from lwm.errors import ModelUnavailableError
 from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
 
 
+def _bounded_ram_cache(capacity_bytes: int):
+    """llama-cpp-python's RAM prompt cache, with its size counted in full.
+
+    ``LlamaRAMCache`` counts only the KV bytes of each saved state, not the logits and
+    token arrays saved with it (about 100 MB per state for a 49k vocabulary), so its
+    capacity does not bound memory. This one counts everything.
+    """
+    from llama_cpp import LlamaRAMCache
+
+    class BoundedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+    return BoundedRAMCache(capacity_bytes=capacity_bytes)
+
+
 def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 4096,
-               threads: int | None = None):
+               threads: int | None = None, prompt_cache_bytes: int = 1 << 30):
     """The ASGI app serving one GGUF model under ``name``.
+
+    Args:
+        model_path: a GGUF file (default: the embedded SmolLM2).
+        name: the model name clients send.
+        n_ctx: context window in tokens.
+        threads: CPU threads.
+        prompt_cache_bytes: memory for cached prompt states (0 disables the cache).
 
     Raises:
         ModelUnavailableError: ``llama-cpp-python[server]`` or the weights are missing.
     """
     try:
-        from llama_cpp.server.app import create_app as llama_app
+        import llama_cpp.server.app as server_app
         from llama_cpp.server.settings import ModelSettings, ServerSettings
     except ImportError as e:
         raise ModelUnavailableError("llama-cpp-python[server] is not installed: run `make install`") from e
     path = Path(model_path) if model_path else embedded_gguf_path()
+    if not path.is_file():
+        raise ModelUnavailableError(f"no model file at {path}")
     alias = name or (EMBEDDED_NAME if model_path is None else path.stem)
     model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx,
-                          n_threads=threads or os.cpu_count() or 1, verbose=False,
-                          cache=True, cache_type="ram", cache_size=1 << 30)
-    return llama_app(server_settings=ServerSettings(), model_settings=[model])
+                          n_threads=threads or os.cpu_count() or 1, verbose=False)
+    app = server_app.create_app(server_settings=ServerSettings(), model_settings=[model])
+    if prompt_cache_bytes > 0:
+        # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.
+        server_app._llama_proxy._current_model.set_cache(_bounded_ram_cache(prompt_cache_bytes))
+    return app
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:
