@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.lwm-installed
 
-# llama-cpp-python has no wheels on PyPI: it is built from source once (about 7 min on
+# llama-cpp-python has no wheels on PyPI: it is built from source once (8-10 min on
 # 2 cores) and cached by version and flags. Portable x86-64-v3 flags: a native build
 # can use instructions (AMX, AVX-512) that another machine, or this VM, does not allow.
 LLAMA_VERSION    := 0.3.36

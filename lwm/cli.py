@@ -29,7 +29,8 @@ def _run_dir() -> Path:
 
 
 def _fail(e: BaseException) -> None:
-    console.print(f"[red]error:[/red] {e}")
+    message = e.args[0] if isinstance(e, KeyError) and e.args else e  # KeyError's str() adds quotes
+    console.print(f"[red]error:[/red] {message}", markup=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -57,7 +58,11 @@ def collect(
         raise typer.Exit(130) from None
     except (LwmError, KeyError, OSError) as e:
         _fail(e)
-    console.print(f"{res.trajectories} trajectories, {res.turns} real steps in {res.seconds:.1f}s → {res.rows_path}")
+    if res.played == 0:
+        console.print(f"nothing left to play: {res.trajectories} trajectories already in {out}")
+    else:
+        console.print(f"played {res.played} runs in {res.seconds:.1f}s; {res.trajectories} trajectories, "
+                      f"{res.turns} real steps in all → {res.rows_path}")
     if res.failed:
         console.print(f"[yellow]{len(res.failed)} runs failed[/yellow] (see {out}/manifest.json)")
 
@@ -99,7 +104,7 @@ def eval_(
     """Predict every turn with a world model and score it against the real observation."""
     from lwm.eval.report import print_summary
     from lwm.eval.runner import EvalConfig, evaluate, load_rows
-    from lwm.models import load_model
+    from lwm.models import load_model, served_model
     from lwm.models.base import SamplingParams
     from lwm.parse import DEFAULT_STOP
 
@@ -111,6 +116,8 @@ def eval_(
         _fail(ValueError(f"--extra-body is not JSON: {e}"))
     if not isinstance(body, dict):
         _fail(ValueError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'"))
+    if episodes is not None and data is not None:
+        _fail(ValueError("--episodes applies to the built-in suite; with --data use --limit"))
     out = out or _run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
@@ -128,6 +135,8 @@ def eval_(
             res = run_collect(CollectConfig(out=out / "data", episodes=episodes), show_progress=progress)
             config.data = res.rows_path
         rows = load_rows(config.data, config.domains, config.limit)
+        if base_url and model == "embedded":  # no --model: use what the server serves
+            model = served_model(base_url, api_key)
         wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
                         context_window=context_window)
         judge = None

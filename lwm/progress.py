@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,6 +24,6 @@ def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
-    with Progress(*columns, transient=False) as progress:
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)

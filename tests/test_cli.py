@@ -48,4 +48,16 @@ def test_clear_errors(tmp_path):
     r = lwm("eval", "--extra-body", "{not json", "--data", str(bad))
     assert r.returncode == 2 and "--extra-body" in r.stderr
     r = lwm("collect", "--domain", "android", "--out", str(tmp_path / "c"))
-    assert r.returncode == 2 and "android" in r.stderr
+    assert r.returncode == 2 and "error: no bundled suite for domain 'android'" in r.stderr
+    r = lwm("eval", "--data", str(bad), "--episodes", "2")
+    assert r.returncode == 2 and "--limit" in r.stderr
+    good = make_data(tmp_path, episodes=1, turns=1)
+    r = lwm("eval", "--model", str(tmp_path / "missing.gguf"), "--data", str(good), "--out", str(tmp_path / "m"))
+    assert r.returncode == 2 and "no model file at" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_every_row_failing_exits_nonzero(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=2)
+    r = lwm("eval", "--data", str(data), "--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9/v1",
+            "--model", "x", "--timeout", "2", "--no-progress")
+    assert r.returncode == 1 and "every row failed" in r.stderr

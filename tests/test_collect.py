@@ -39,7 +39,7 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     res = C.collect(cfg, show_progress=False)
     rows = list(read_rows(res.rows_path))
     n_turns = sum(len(e.actions) for e in load_suite("terminal")[:2])
-    assert len(rows) == n_turns and res.trajectories == 4 and not res.failed
+    assert len(rows) == n_turns and res.trajectories == 4 and res.played == 4 and not res.failed
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["real_steps"] == 2 * n_turns and manifest["real_steps_per_second_per_env"] > 0
 
@@ -51,6 +51,6 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     real_play = C.play_episode
     monkeypatch.setattr(C, "play_episode", lambda *a, **k: played.append(a) or real_play(*a, **k))
     again = C.collect(cfg, show_progress=False)
-    assert len(played) == 1 and again.trajectories == 4
+    assert len(played) == 1 and again.trajectories == 4 and again.played == 1
     assert [r.model_dump(exclude={"volatile_spans"}) for r in read_rows(again.rows_path)] == \
         [r.model_dump(exclude={"volatile_spans"}) for r in rows]

@@ -66,6 +66,7 @@ class CollectResult:
     Attributes:
         rows_path: the AgentWorldBench rows file.
         trajectories: number of trajectories (episodes × runs) written.
+        played: runs played by this invocation (the others were already done).
         turns: real steps taken (all runs).
         failed: ``{trajectory id: error}`` for runs that could not be played.
         seconds: wall-clock time of this invocation.
@@ -73,6 +74,7 @@ class CollectResult:
 
     rows_path: Path
     trajectories: int
+    played: int
     turns: int
     failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
@@ -201,5 +203,5 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         "real_steps_per_second_per_env": round(turns / play_seconds, 3) if play_seconds else None,
     }
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
-    return CollectResult(rows_path, len(all_runs), turns, failed, time.monotonic() - t0)
+    return CollectResult(rows_path, len(all_runs), len(jobs) - len(failed), turns, failed, time.monotonic() - t0)
 

@@ -44,7 +44,8 @@ def _group(records: list[dict]) -> dict:
     judged = [r["judge"] for r in records if "judge" in r]
     if judged:
         mode = judged[0]["mode"]
-        valid = [j for j in judged if j.get("error") is None and (j.get("total") if mode == "score" else j.get("wins")) is not None]
+        # A pairwise verdict counts when at least one ordering gave an answer.
+        valid = [j for j in judged if (j.get("total") if mode == "score" else j.get("wins")) is not None]
         g["judge_failed"] = len(records) - len(valid)
         if mode == "score":
             g["judge_score"] = round(normalize(mean(j["total"] for j in valid)), 2) if valid else None
@@ -101,7 +102,8 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     console.print(_table("World-model fidelity by domain (metrics ×100)", summary["domains"], "domain"))
     console.print(_table("By turn depth", summary["depth"], "turn"))
     console.print(f"[bold]macro[/bold] {summary['macro']}   [bold]micro[/bold] {summary['micro']}")
-    console.print(f"rows {summary['rows']}, failed {summary['failed']} {summary['errors'] or ''}, "
+    errors = f" {summary['errors']}" if summary["errors"] else ""
+    console.print(f"rows {summary['rows']}, failed {summary['failed']}{errors}, "
                   f"parse issues {summary['parse_issues'] or 'none'}")
 
 
@@ -117,6 +119,7 @@ def to_markdown(summary: dict) -> str:
     run = summary["run"]
     return "\n\n".join([
         f"# lwm eval: {run.get('model')}",
+        f"lwm {run.get('lwm_version')}, finished {run.get('finished_at')}; data `{run.get('data')}`.  \n"
         f"Sampling: `{dumps(run.get('sampling'))}`; history budget {run.get('max_prompt_tokens')} tokens; "
         f"judge: {run.get('judge') or 'none'}.",
         "## By domain (metrics ×100)", md(summary["domains"], "domain"),

@@ -16,11 +16,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from lwm import __version__
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError
 from lwm.eval.metrics import fidelity
 from lwm.eval.prompts import build_messages
@@ -274,6 +277,10 @@ async def evaluate(
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
     })
     t0 = time.monotonic()
+    done_before = _load_partial(out / "predictions.partial.jsonl")
+    n_todo = sum(1 for i, r in enumerate(rows) if (done_before.get(row_key(i, r)) or {"error": 1}).get("error"))
+    if n_todo < len(rows):
+        print(f"resuming {out}: {len(rows) - n_todo} of {len(rows)} rows already done", file=sys.stderr)
     records = await predict_rows(rows, model, config, show_progress=show_progress)
     t_pred = time.monotonic() - t0
     verdicts = await judge_rows(rows, records, judge, config, show_progress=show_progress) if judge else {}
@@ -288,6 +295,9 @@ async def evaluate(
         "max_prompt_tokens": config.max_prompt_tokens,
         "data": str(config.data) if config.data else None,
         "predict_seconds_this_invocation": round(t_pred, 2),
+        "rows_predicted_this_invocation": n_todo,
+        "lwm_version": __version__,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     summary = summarize(final, run_info)
     write_reports(out, summary)

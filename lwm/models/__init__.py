@@ -4,7 +4,26 @@ from __future__ import annotations
 
 from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, SamplingParams
 
-__all__ = ["ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model"]
+__all__ = ["ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model", "served_model"]
+
+
+def served_model(base_url: str, api_key: str = "EMPTY") -> str:
+    """The first model an OpenAI-compatible endpoint lists at ``/v1/models``.
+
+    Raises:
+        ModelUnavailableError: the endpoint cannot be reached or lists no model.
+    """
+    from openai import OpenAI, OpenAIError
+
+    from lwm.errors import ModelUnavailableError
+
+    try:
+        models = OpenAI(base_url=base_url, api_key=api_key, max_retries=1, timeout=10).models.list().data
+    except OpenAIError as e:
+        raise ModelUnavailableError(f"cannot list the models of {base_url}: {e}") from None
+    if not models:
+        raise ModelUnavailableError(f"{base_url} serves no model")
+    return models[0].id
 
 
 def load_model(

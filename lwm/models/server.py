@@ -9,6 +9,7 @@ interleaved requests from several episodes still reuse their shared prefixes.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
@@ -58,6 +59,7 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx,
                           n_threads=threads or os.cpu_count() or 1, verbose=False)
     app = server_app.create_app(server_settings=ServerSettings(), model_settings=[model])
+    app.state.lwm_model_name = alias
     if prompt_cache_bytes > 0:
         # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.
         server_app._llama_proxy._current_model.set_cache(_bounded_ram_cache(prompt_cache_bytes))
@@ -68,4 +70,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:
     """Run the server until interrupted (blocks)."""
     import uvicorn
 
-    uvicorn.run(create_app(**kwargs), host=host, port=port, log_level="warning")
+    app = create_app(**kwargs)
+    name = app.state.lwm_model_name
+    print(f"serving {name} at http://{host}:{port}/v1 (OpenAI-compatible; Ctrl-C to stop)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -41,6 +41,8 @@ class TransformersChatModel:
             self.model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
             self.name = name or EMBEDDED_NAME + "-hf"
         else:
+            if not Path(model).is_dir():  # local directories only: never a hub download
+                raise ModelUnavailableError(f"no Hugging Face model directory at {model}")
             self.tokenizer = AutoTokenizer.from_pretrained(model)
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
             self.name = name or Path(model).name
