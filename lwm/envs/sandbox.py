@@ -117,20 +117,6 @@ def _inside_private_dirs(path: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class SandboxProcess:
-    """A process started in a sandbox.
-
-    Attributes:
-        process: the host-side handle (bwrap).
-        root: the host path of the sandbox's file tree (``/proc/<pid>/root``), valid while
-            the process lives; the host reaches sockets and files inside through it.
-    """
-
-    process: subprocess.Popen
-    root: Path
-
-
 @dataclass
 class Sandbox:
     """One jail. Use as a context manager, or call :meth:`close`.
@@ -162,8 +148,9 @@ class Sandbox:
                 raise SandboxError(f"seed file {path!r} must be a plain path under /root, /app or /tmp")
         self.uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         self.host_dir = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
-        # The control directory is the one path shared with the host: sockets and the
-        # files to seed. It is owned by the sandbox's uid.
+        # The control directory is the one host path the sandbox sees (read-only, at
+        # /run/lwm): seed files and configuration. Owned by the sandbox's uid so that
+        # copied seeds belong to root inside.
         self.ctl_dir = self.host_dir / "ctl"
         self.etc_dir = self.host_dir / "etc"
         self.ctl_dir.mkdir()
@@ -221,8 +208,8 @@ class Sandbox:
             cmd += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
         for path in (HOME, WORKDIR, "/tmp"):
             cmd += ["--perms", "0755", "--size", str(lim.disk_bytes), "--tmpfs", path]
-        # Seed files come in read-only; /run/tmux is a small private tmpfs for sockets,
-        # reached from the host through /proc/<pid>/root (see SandboxProcess.root).
+        # Seed files and configuration come in read-only; /run/tmux is a small private
+        # tmpfs for sockets.
         cmd += ["--ro-bind", str(self.ctl_dir), "/run/lwm"]
         cmd += ["--perms", "0700", "--size", str(1 << 20), "--tmpfs", "/run/tmux", "--chdir", WORKDIR]
         # /dev is bwrap's own tmpfs: its shared memory gets a bounded tmpfs, the rest is
@@ -251,11 +238,11 @@ class Sandbox:
         return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
     # -- running ---------------------------------------------------------------------
-    def spawn(self, argv: Sequence[str], **popen_kwargs) -> "SandboxProcess":
+    def spawn(self, argv: Sequence[str], **popen_kwargs) -> subprocess.Popen:
         """Start ``argv`` inside the sandbox (killed on close).
 
         Returns:
-            the process and the host path of the sandbox's file tree.
+            the host-side process (bwrap).
 
         Raises:
             SandboxError: bwrap could not create the sandbox.
@@ -283,11 +270,11 @@ class Sandbox:
         with os.fdopen(info_r, "rb") as f:
             info = f.read()  # bwrap closes the fd once the namespaces exist
         try:
-            child = json.loads(info)["child-pid"]
+            json.loads(info)["child-pid"]
         except (ValueError, KeyError):
             proc.wait(timeout=10)
             raise SandboxError(f"bwrap failed to start (exit {proc.returncode})") from None
-        return SandboxProcess(proc, Path(f"/proc/{child}/root"))
+        return proc
 
     def run(
         self,
@@ -322,7 +309,7 @@ class Sandbox:
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-            ).process
+            )
             try:
                 proc.communicate(input.encode() if input is not None else None, timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -333,15 +320,6 @@ class Sandbox:
                 f.seek(0)
                 texts.append(f.read(max_output_bytes).decode("utf-8", "replace"))
         return subprocess.CompletedProcess(list(argv), proc.returncode, *texts)
-
-    def host_command(self, argv: Sequence[str], timeout: float = 10.0) -> subprocess.CompletedProcess:
-        """Run a trusted host program (e.g. the tmux client) as the sandbox's unprivileged
-        uid, talking to the sandbox through the control directory only."""
-        self._check_open()
-        return subprocess.run(
-            list(argv), user=self.uid, group=self.uid, extra_groups=[], env=self._host_env(),
-            cwd=self.ctl_dir, capture_output=True, text=True, timeout=timeout,
-        )
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:

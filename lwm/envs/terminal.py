@@ -91,7 +91,7 @@ class TerminalEnv:
         (self._sandbox.ctl_dir / "ctl.py").write_text(_CONTROLLER.read_text())
         self._control = self._sandbox.spawn(["python3", "-I", "/run/lwm/ctl.py"],
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL).process
+                                            stderr=subprocess.DEVNULL)
         (code, _, err), = self._read_reply(time.monotonic() + 15)  # the controller's "ready"
         if code != 0:
             raise SandboxError(f"tmux server did not start: {err}")

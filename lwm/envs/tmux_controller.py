@@ -24,7 +24,8 @@ def main():
     deadline = time.monotonic() + 10
     while not os.path.exists(SOCKET) and time.monotonic() < deadline:
         time.sleep(0.01)
-    reply([[0 if os.path.exists(SOCKET) else 1, "", "" if os.path.exists(SOCKET) else "no tmux socket"]])
+    ready = os.path.exists(SOCKET)
+    reply([[0, "", ""] if ready else [1, "", "no tmux socket"]])
     for line in sys.stdin:
         request = json.loads(line)
         results = []

@@ -151,12 +151,18 @@ async def _in_order_tasks(coros):
 
 async def predict_rows(
     rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, show_progress: bool = True
-) -> dict[str, dict]:
-    """Predict every row not yet in ``predictions.partial.jsonl``; return all records."""
+) -> tuple[dict[str, dict], int]:
+    """Predict every row not yet done in ``predictions.partial.jsonl``.
+
+    Returns:
+        ``(records by row key, rows predicted by this call)``.
+    """
     path = Path(config.out) / "predictions.partial.jsonl"
     records = _load_partial(path)
     # Rows that failed before are tried again: the last record of a key wins.
     todo = [(k, r) for i, r in enumerate(rows) if (rec := records.get(k := row_key(i, r))) is None or rec.get("error")]
+    if len(todo) < len(rows):
+        print(f"resuming {config.out}: {len(rows) - len(todo)} of {len(rows)} rows already done", file=sys.stderr)
     sampling = config.sampling.to_dict()
 
     async def one(key: str, row: BenchRow) -> dict:
@@ -179,7 +185,7 @@ async def predict_rows(
             sink.append(rec)
             records[rec["key"]] = rec
             advance()
-    return records
+    return records, len(todo)
 
 
 async def judge_rows(
@@ -277,11 +283,7 @@ async def evaluate(
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
     })
     t0 = time.monotonic()
-    done_before = _load_partial(out / "predictions.partial.jsonl")
-    n_todo = sum(1 for i, r in enumerate(rows) if (done_before.get(row_key(i, r)) or {"error": 1}).get("error"))
-    if n_todo < len(rows):
-        print(f"resuming {out}: {len(rows) - n_todo} of {len(rows)} rows already done", file=sys.stderr)
-    records = await predict_rows(rows, model, config, show_progress=show_progress)
+    records, n_predicted = await predict_rows(rows, model, config, show_progress=show_progress)
     t_pred = time.monotonic() - t0
     verdicts = await judge_rows(rows, records, judge, config, show_progress=show_progress) if judge else {}
     final = score_rows(rows, records, verdicts)
@@ -295,7 +297,7 @@ async def evaluate(
         "max_prompt_tokens": config.max_prompt_tokens,
         "data": str(config.data) if config.data else None,
         "predict_seconds_this_invocation": round(t_pred, 2),
-        "rows_predicted_this_invocation": n_todo,
+        "rows_predicted_this_invocation": n_predicted,
         "lwm_version": __version__,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
