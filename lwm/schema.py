@@ -77,6 +77,8 @@ class Trajectory(BaseModel):
         system_prompt: the world-model system prompt for this episode.
         initial_observation: what the agent saw before its first action.
         turns: the turns in order.
+        reward: the task's verdict from a real verifier run on the final state (1.0
+            achieved, 0.0 not), or a reward model's score; ``None`` when unverified.
         metadata: free-form (episode family, tags, timings).
     """
 
@@ -87,6 +89,7 @@ class Trajectory(BaseModel):
     system_prompt: str
     initial_observation: str = ""
     turns: list[Turn] = Field(default_factory=list)
+    reward: float | None = Field(default=None, ge=0.0, le=1.0)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def transitions(self) -> Iterator["Transition"]:

@@ -98,6 +98,7 @@ def play_episode(episode: Episode, domain: str, run: int = 0) -> Trajectory:
             turns.append(Turn(index=i, action=action, observation=result.observation, provenance=prov))
             if result.done:
                 break
+        reward = env.verify()  # the task's real verdict, on the final state
         return Trajectory(
             id=f"{domain}/{episode.task.name}/run{run}",
             domain=domain,
@@ -105,6 +106,7 @@ def play_episode(episode: Episode, domain: str, run: int = 0) -> Trajectory:
             system_prompt=env.system_prompt(),
             initial_observation=first,
             turns=turns,
+            reward=reward,
             metadata={
                 "episode": episode.task.name,
                 "family": episode.task.family or episode.task.name,
@@ -198,6 +200,8 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         "rows": len(rows),
         "real_steps": turns,
         "turns_with_volatile_spans": sum(1 for t in firsts for turn in t.turns if turn.volatile),
+        "verified_episodes": sum(1 for t in firsts if t.reward is not None),
+        "achieved_episodes": sum(1 for t in firsts if t.reward == 1.0),
         "failed": failed,
         "play_seconds": round(play_seconds, 2),
         "real_steps_per_second_per_env": round(turns / play_seconds, 3) if play_seconds else None,

@@ -1,13 +1,44 @@
 """The protocol every real environment follows.
 
-``reset(task) -> observation``, ``step(action) -> StepResult``, ``close()``. Actions and
+``reset(task) -> observation``, ``step(action) -> StepResult``, ``verify() -> reward``,
+``snapshot()`` / ``restore(snapshot)`` where the environment can, ``close()``. Actions and
 observations are text in the domain's format (see ``lwm.domains``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Check:
+    """A verifier: a probe run against the real final state, and what it must show.
+
+    The probe is an action in the domain's own format (a shell command for the terminal,
+    a query for a database, a tool call …) run after the episode's last turn; it is not
+    recorded as a turn. The task is achieved when the probe's observation matches.
+
+    Attributes:
+        probe: the action run to inspect the final state.
+        expect: what its observation must contain (``contains``), equal after stripping
+            surrounding whitespace (``equals``), or match as a Python regex (``regex``,
+            searched, multiline).
+        match: how ``expect`` is compared.
+    """
+
+    probe: str
+    expect: str
+    match: Literal["contains", "equals", "regex"] = "contains"
+
+    def passes(self, observation: str) -> bool:
+        """Whether ``observation`` (the probe's result) satisfies the check."""
+        if self.match == "equals":
+            return observation.strip() == self.expect.strip()
+        if self.match == "regex":
+            return re.search(self.expect, observation, re.MULTILINE) is not None
+        return self.expect in observation
 
 
 @dataclass(frozen=True)
@@ -19,7 +50,11 @@ class Task:
         family: the task family, for leak-free splits (e.g. ``pipes``).
         instruction: the instruction given to the agent (may be empty for probes).
         files: files created before the episode, ``{absolute path inside: content}``.
-        setup: shell commands run before the first observation (not recorded).
+        setup: domain-specific setup steps run before the first observation and not
+            recorded (shell commands for the terminal, SQL for a database, …).
+        check: the task's verifier, if it has one.
+        options: domain-specific settings of the episode (e.g. which database engine,
+            which MCP server, which start page).
     """
 
     name: str
@@ -27,6 +62,8 @@ class Task:
     instruction: str = ""
     files: dict[str, str] = field(default_factory=dict)
     setup: tuple[str, ...] = ()
+    check: Check | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,9 +98,62 @@ class RealEnvironment(Protocol):
         ...
 
     def system_prompt(self) -> str:
-        """The world-model system prompt describing this environment."""
+        """The world-model system prompt of the current episode (tool definitions, the
+        database engine … may depend on the task)."""
+        ...
+
+    def verify(self) -> float | None:
+        """Run the task's check against the real current state: 1.0 achieved, 0.0 not,
+        ``None`` when the task has no check."""
+        ...
+
+    def snapshot(self) -> Any:
+        """An opaque copy of the environment's state, for :meth:`restore`.
+
+        Raises:
+            NotImplementedError: the environment cannot copy its state.
+        """
+        ...
+
+    def restore(self, snapshot: Any) -> None:
+        """Put the environment back in a state :meth:`snapshot` returned (same episode)."""
         ...
 
     def close(self) -> None:
         """Release everything (processes, files). Safe to call twice."""
         ...
+
+
+class EnvironmentBase:
+    """Shared behaviour of the real environments: context manager, :meth:`verify` through
+    the task's probe, and a :meth:`snapshot` that says it is not supported."""
+
+    domain: str = ""
+    task: Task | None = None
+
+    def step(self, action: str) -> StepResult:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def probe(self, action: str) -> str:
+        """The observation of ``action`` for a verifier; by default, a plain step."""
+        return self.step(action).observation
+
+    def verify(self) -> float | None:
+        if self.task is None or self.task.check is None:
+            return None
+        return 1.0 if self.task.check.passes(self.probe(self.task.check.probe)) else 0.0
+
+    def snapshot(self) -> Any:
+        raise NotImplementedError(f"the {self.domain} environment cannot snapshot its state")
+
+    def restore(self, snapshot: Any) -> None:
+        raise NotImplementedError(f"the {self.domain} environment cannot restore a snapshot")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

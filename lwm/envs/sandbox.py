@@ -128,6 +128,9 @@ class Sandbox:
             host's environment is passed).
         files: files to create inside before start, ``{path inside: content}``; paths under
             ``/root``, ``/app`` and ``/tmp`` are copied into the private tmpfs.
+        ro_binds: host directories or files shown read-only inside, ``{host path: path
+            inside}`` (tools an environment needs: Node packages, a search index …). The
+            inside path must be under ``/opt``.
 
     Example:
         >>> with Sandbox() as sb:  # doctest: +SKIP
@@ -139,10 +142,16 @@ class Sandbox:
     hostname: str = "sandbox"
     env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    ro_binds: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not shutil.which("bwrap"):
             raise SandboxError("bwrap not found: install the Debian package 'bubblewrap'")
+        for host, inside in self.ro_binds.items():
+            if not (inside.startswith("/opt/") and posixpath.normpath(inside) == inside):
+                raise SandboxError(f"read-only bind target {inside!r} must be a plain path under /opt")
+            if not os.path.exists(host):
+                raise SandboxError(f"read-only bind source {host!r} does not exist")
         for path in self.files:
             if not _inside_private_dirs(path):
                 raise SandboxError(f"seed file {path!r} must be a plain path under /root, /app or /tmp")
@@ -252,6 +261,12 @@ class Sandbox:
         prefix = self._wrap(argv)
         at = prefix.index("bwrap") + 1
         prefix[at:at] = ["--info-fd", str(info_w)]
+        # Read-only binds go in as descriptors the host opened: the sandbox's uid need not
+        # be able to reach the host path (e.g. under a 0700 home), only to read the files.
+        bind_fds = [os.open(host, os.O_PATH) for host in self.ro_binds]
+        at = prefix.index("--remount-ro", prefix.index("/run/lwm"))
+        for fd, inside in zip(bind_fds, self.ro_binds.values()):
+            prefix[at:at] = ["--ro-bind-fd", str(fd), inside]
         try:
             proc = subprocess.Popen(
                 prefix,
@@ -261,11 +276,12 @@ class Sandbox:
                 process_group=0,
                 env=self._host_env(),
                 cwd=self.host_dir,
-                pass_fds=(info_w,),
+                pass_fds=(info_w, *bind_fds),
                 **popen_kwargs,
             )
         finally:
-            os.close(info_w)
+            for fd in (info_w, *bind_fds):
+                os.close(fd)
         self._procs.append(proc)
         with os.fdopen(info_r, "rb") as f:
             info = f.read()  # bwrap closes the fd once the namespaces exist

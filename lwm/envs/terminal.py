@@ -7,15 +7,12 @@ with the screen. The host only reads bounded JSON from that pipe.
 
 from __future__ import annotations
 
-import json
-import os
-import select
-import subprocess
 import time
 from pathlib import Path
 
 from lwm.domains import terminal as domain
-from lwm.envs.base import StepResult, Task
+from lwm.envs.base import EnvironmentBase, StepResult, Task
+from lwm.envs.controller import Controller
 from lwm.envs.sandbox import DEFAULT_ENV, Sandbox, SandboxLimits
 from lwm.errors import EnvironmentClosedError, SandboxError
 
@@ -37,10 +34,9 @@ export PATH={path}
 """
 _PANE = "main:0.0"  # the episode's pane, even if the agent opens other windows
 _CONTROLLER = Path(__file__).with_name("tmux_controller.py")
-_MAX_REPLY = 1 << 20
 
 
-class TerminalEnv:
+class TerminalEnv(EnvironmentBase):
     """A real terminal environment.
 
     Args:
@@ -71,7 +67,8 @@ class TerminalEnv:
         self.limits = limits or SandboxLimits()
         self.max_action_seconds = max_action_seconds
         self._sandbox: Sandbox | None = None
-        self._control: subprocess.Popen | None = None
+        self._control: Controller | None = None
+        self.task: Task | None = None
 
     def system_prompt(self) -> str:
         return domain.system_prompt(self.width, self.height, "sandbox")
@@ -89,10 +86,9 @@ class TerminalEnv:
         self._sandbox = Sandbox(limits=self.limits, files=files)
         (self._sandbox.ctl_dir / "tmux.conf").write_text(_TMUX_CONF)
         (self._sandbox.ctl_dir / "ctl.py").write_text(_CONTROLLER.read_text())
-        self._control = self._sandbox.spawn(["python3", "-I", "/run/lwm/ctl.py"],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL)
-        (code, _, err), = self._read_reply(time.monotonic() + 15)  # the controller's "ready"
+        self.task = task
+        self._control = Controller(self._sandbox, ["python3", "-I", "/run/lwm/ctl.py"], "the terminal")
+        (code, _, err), = self._reply(self._control.read(time.monotonic() + 15))  # "ready"
         if code != 0:
             raise SandboxError(f"tmux server did not start: {err}")
         self._tmux(["new-session", "-d", "-s", "main", "-x", str(self.width), "-y", str(self.height),
@@ -147,15 +143,17 @@ class TerminalEnv:
         if self._sandbox is not None:
             self._sandbox.close()
         if self._control is not None:
-            for pipe in (self._control.stdin, self._control.stdout):
-                pipe.close()
+            self._control.close()
         self._sandbox = self._control = None
 
-    def __enter__(self) -> "TerminalEnv":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def probe(self, action: str) -> str:
+        """Run a verifier's shell command beside the agent's shell (same files, same
+        processes) and return its standard output; the screen is left alone."""
+        if self._control is None:
+            raise EnvironmentClosedError("call reset() before verify()")
+        timeout = self.limits.command_timeout_seconds
+        (_, out, _), = self._reply(self._control.request({"shell": action, "timeout": timeout}, timeout))
+        return str(out)
 
     # -- tmux, through the in-sandbox controller ----------------------------------------
     def screen(self) -> str:
@@ -198,15 +196,9 @@ class TerminalEnv:
         Raises:
             SandboxError: a command failed or the controller did not answer in time.
         """
-        if self._control is None or self._control.stdin is None:
+        if self._control is None:
             raise EnvironmentClosedError("terminal is closed")
-        request = json.dumps({"commands": list(commands), "timeout": timeout}) + "\n"
-        try:
-            self._control.stdin.write(request.encode())
-            self._control.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            raise SandboxError("the terminal's controller has exited") from None
-        results = self._read_reply(time.monotonic() + timeout + 5)
+        results = self._reply(self._control.request({"commands": list(commands), "timeout": timeout}, timeout))
         for code, _, err in results:
             if code != 0:
                 raise SandboxError(f"tmux failed ({code}): {str(err).strip()[:300]}")
@@ -214,26 +206,10 @@ class TerminalEnv:
             raise SandboxError("the terminal's controller answered out of step")
         return [str(out) for _, out, _ in results]
 
-    def _read_reply(self, deadline: float) -> list:
-        # One line from an untrusted process: bounded in time and size, parsed as data only.
-        fd = self._control.stdout.fileno()
-        buf = bytearray()
-        while not buf.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
-            if not ready:
-                raise SandboxError("the terminal did not answer in time")
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise SandboxError("the terminal's controller has exited")
-            buf += chunk
-            if len(buf) > _MAX_REPLY:
-                raise SandboxError(f"the terminal's answer exceeded {_MAX_REPLY} bytes")
-        try:
-            reply = json.loads(buf)
-            assert isinstance(reply, list) and all(isinstance(r, list) and len(r) == 3 for r in reply)
-        except (ValueError, AssertionError):
-            raise SandboxError("the terminal's controller sent a malformed answer") from None
+    @staticmethod
+    def _reply(reply) -> list:
+        if not (isinstance(reply, list) and all(isinstance(r, list) and len(r) == 3 for r in reply)):
+            raise SandboxError("the terminal's controller sent a malformed answer")
         return reply
 
     def _wait_for(self, ready, timeout: float, what: str) -> None:
@@ -243,7 +219,7 @@ class TerminalEnv:
                 if ready():
                     return
             except SandboxError:
-                if self._control.poll() is not None:
+                if not self._control.alive:
                     break
             time.sleep(0.02)
         raise SandboxError(f"timed out after {timeout}s waiting for {what}")

@@ -3,7 +3,8 @@
 It starts the tmux server, then answers requests from the host on stdin, one JSON line
 each: ``{"commands": [[tmux args…], …], "timeout": seconds}``. It runs the tmux client
 commands in order (stopping at the first failure) and answers one JSON line:
-``[[returncode, stdout, stderr], …]``. The host never runs a tmux client itself: a
+``[[returncode, stdout, stderr], …]``. A request ``{"shell": command}`` runs a
+verifier's probe with bash beside the agent's shell and answers ``[[0, stdout, exit]]``. The host never runs a tmux client itself: a
 client does what its server tells it, and the server belongs to the agent.
 
 Kept to the standard library of Python 3.8+ (the sandbox's system Python).
@@ -28,6 +29,14 @@ def main():
     reply([[0, "", ""] if ready else [1, "", "no tmux socket"]])
     for line in sys.stdin:
         request = json.loads(line)
+        if "shell" in request:  # a verifier's probe: a command beside the agent's shell
+            try:
+                r = subprocess.run(["bash", "-c", request["shell"]], stdin=subprocess.DEVNULL, cwd="/app",
+                                   capture_output=True, timeout=request.get("timeout", 10))
+                reply([[0, r.stdout.decode("utf-8", "replace")[:65536], str(r.returncode)]])
+            except subprocess.TimeoutExpired:
+                reply([[0, "", "timeout"]])
+            continue
         results = []
         for args in request["commands"]:
             try:

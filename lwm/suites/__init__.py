@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 
@@ -40,7 +41,8 @@ def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
 
 
 def load_suite(domain: str, extended: bool = False) -> list[Episode]:
-    """The bundled episodes of a domain.
+    """The bundled episodes of a domain (module ``lwm.suites.<domain>``: ``EPISODES`` and
+    the names of the episodes beyond the core suite, ``EXTENDED``).
 
     Args:
         domain: e.g. ``terminal``.
@@ -49,8 +51,10 @@ def load_suite(domain: str, extended: bool = False) -> list[Episode]:
     Raises:
         KeyError: no suite for this domain.
     """
-    if domain == "terminal":
-        from lwm.suites.terminal import EPISODES, EXTENDED
+    from lwm.envs import REAL_DOMAINS
 
-        return [e for e in EPISODES if extended or e.task.name not in EXTENDED]
-    raise KeyError(f"no bundled suite for domain {domain!r} (available: terminal)")
+    if domain not in REAL_DOMAINS:
+        raise KeyError(f"no bundled suite for domain {domain!r} (available: {', '.join(REAL_DOMAINS)})")
+    suite = importlib.import_module(f"lwm.suites.{domain}")
+    extra = getattr(suite, "EXTENDED", set())
+    return [e for e in suite.EPISODES if extended or e.task.name not in extra]

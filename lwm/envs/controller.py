@@ -1,0 +1,100 @@
+"""The host side of an in-sandbox controller: one JSON line out, one JSON line back.
+
+Environments keep their long-lived processes (a shell, an interpreter, a database
+client, an MCP server) inside the sandbox behind a small controller script run by the
+sandbox's own Python. The host only writes requests and reads replies that are bounded
+in time and size and parsed as data: whatever the agent does inside, the host never
+runs its programs or trusts its output beyond JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lwm.envs.sandbox import Sandbox
+from lwm.errors import EnvironmentClosedError, SandboxError
+
+#: Largest reply the host reads from a controller, in bytes.
+MAX_REPLY_BYTES = 1 << 20
+
+
+class Controller:
+    """A controller process inside ``sandbox``, spoken to in JSON lines.
+
+    Args:
+        sandbox: the open sandbox to start it in.
+        argv: its command line inside (e.g. ``["python3", "-I", "/run/lwm/ctl.py"]``).
+        name: what it is, for error messages (``the terminal``, ``the database`` …).
+        max_reply_bytes: replies longer than this raise :class:`SandboxError`.
+
+    Raises:
+        SandboxError: the sandbox could not start it.
+    """
+
+    def __init__(self, sandbox: Sandbox, argv: Sequence[str], name: str = "the environment",
+                 max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+        self.name = name
+        self.max_reply_bytes = max_reply_bytes
+        self.proc: subprocess.Popen | None = sandbox.spawn(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def request(self, obj: Any, timeout: float) -> Any:
+        """Send ``obj`` and return the decoded reply.
+
+        Raises:
+            EnvironmentClosedError: the controller was closed.
+            SandboxError: it exited, did not answer within ``timeout`` seconds (plus a
+                5-second grace for its own bookkeeping), or answered too much or not JSON.
+        """
+        if self.proc is None or self.proc.stdin is None:
+            raise EnvironmentClosedError(f"{self.name} is closed")
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise SandboxError(f"{self.name}'s controller has exited") from None
+        return self.read(time.monotonic() + timeout + 5)
+
+    def read(self, deadline: float) -> Any:
+        """Read one reply line before ``deadline`` (a ``time.monotonic()`` value).
+
+        Raises:
+            SandboxError: as :meth:`request`.
+        """
+        if self.proc is None or self.proc.stdout is None:
+            raise EnvironmentClosedError(f"{self.name} is closed")
+        fd = self.proc.stdout.fileno()
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], left)[0] if left > 0 else []
+            if not ready:
+                raise SandboxError(f"{self.name} did not answer in time")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise SandboxError(f"{self.name}'s controller has exited")
+            buf += chunk
+            if len(buf) > self.max_reply_bytes:
+                raise SandboxError(f"{self.name}'s answer exceeded {self.max_reply_bytes} bytes")
+        try:
+            return json.loads(buf)
+        except ValueError:
+            raise SandboxError(f"{self.name}'s controller sent a malformed answer") from None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self) -> None:
+        """Close the pipes (the sandbox kills the process). Safe to call twice."""
+        if self.proc is not None:
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+        self.proc = None
