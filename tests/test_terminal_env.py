@@ -150,3 +150,35 @@ def test_setup_is_finished_and_out_of_history():
 def test_sandbox_is_a_plain_debian(env):
     obs = env.step(keys("ls /usr/local | wc -l; echo $PATH\n")).observation
     assert obs.split("\n")[1:3] == ["0", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+
+
+def test_snapshot_restore_brings_files_back(env):
+    env.step(keys("echo one > a.txt\n"))
+    snap = env.snapshot()
+    env.step(keys("echo two > a.txt; rm -f /root/.bashrc; touch /tmp/later\n"))
+    env.restore(snap)
+    obs = env.step(keys("cat a.txt; ls /tmp | wc -l; test -f /root/.bashrc && echo rc\n")).observation
+    assert obs.split("\n")[-4:-1] == ["one", "0", "rc"]
+
+
+def test_verify_runs_the_check_beside_the_shell():
+    from lwm.envs.base import Check
+
+    task = Task("t", check=Check("cat /app/out.txt", "42", "equals"))
+    with TerminalEnv() as env:
+        env.reset(task)
+        assert env.verify() == 0.0  # no file yet: the probe prints nothing
+        env.step(keys("echo 42 > out.txt\n"))
+        assert env.verify() == 1.0
+        assert "cat /app/out.txt" not in env.screen()  # the probe is not typed into the agent's shell
+    with TerminalEnv() as env:
+        env.reset(Task("unchecked"))
+        assert env.verify() is None
+
+
+def test_random_policy_is_seeded():
+    from lwm.suites.terminal import random_episodes
+
+    assert random_episodes(3, 4) == random_episodes(3, 4)
+    assert random_episodes(3, 4) != random_episodes(4, 4)
+    assert all(4 <= len(e.actions) <= 7 for e in random_episodes(0, 20))

@@ -7,6 +7,7 @@ with the screen. The host only reads bounded JSON from that pipe.
 
 from __future__ import annotations
 
+import base64
 import time
 from pathlib import Path
 
@@ -154,6 +155,30 @@ class TerminalEnv(EnvironmentBase):
         timeout = self.limits.command_timeout_seconds
         (_, out, _), = self._reply(self._control.request({"shell": action, "timeout": timeout}, timeout))
         return str(out)
+
+    def snapshot(self) -> bytes:
+        """The files of ``/app``, ``/root`` and ``/tmp`` as a gzipped tar (at most about
+        700 KB compressed). Processes, the shell's variables and its directory are not part
+        of it: a terminal's running programs cannot be copied.
+
+        Raises:
+            SandboxError: the files are too large or tar failed.
+        """
+        if self._control is None:
+            raise EnvironmentClosedError("call reset() before snapshot()")
+        (code, data, err), = self._reply(self._control.request({"snapshot": True}, 30))
+        if code != 0:
+            raise SandboxError(f"snapshot failed: {err}")
+        return base64.b64decode(data)
+
+    def restore(self, snapshot: bytes) -> None:
+        """Replace the files of ``/app``, ``/root`` and ``/tmp`` with a snapshot's (the
+        screen and running processes stay as they are)."""
+        if self._control is None:
+            raise EnvironmentClosedError("call reset() before restore()")
+        (code, _, err), = self._reply(self._control.request({"restore": base64.b64encode(snapshot).decode()}, 30))
+        if code != 0:
+            raise SandboxError(f"restore failed: {err}")
 
     # -- tmux, through the in-sandbox controller ----------------------------------------
     def screen(self) -> str:

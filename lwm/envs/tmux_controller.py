@@ -4,12 +4,15 @@ It starts the tmux server, then answers requests from the host on stdin, one JSO
 each: ``{"commands": [[tmux args…], …], "timeout": seconds}``. It runs the tmux client
 commands in order (stopping at the first failure) and answers one JSON line:
 ``[[returncode, stdout, stderr], …]``. A request ``{"shell": command}`` runs a
-verifier's probe with bash beside the agent's shell and answers ``[[0, stdout, exit]]``. The host never runs a tmux client itself: a
+verifier's probe with bash beside the agent's shell and answers ``[[0, stdout, exit]]``;
+``{"snapshot": true}`` answers the private directories as a base64 gzipped tar and
+``{"restore": tar}`` puts them back. The host never runs a tmux client itself: a
 client does what its server tells it, and the server belongs to the agent.
 
 Kept to the standard library of Python 3.8+ (the sandbox's system Python).
 """
 
+import base64
 import json
 import os
 import subprocess
@@ -36,6 +39,16 @@ def main():
                 reply([[0, r.stdout.decode("utf-8", "replace")[:65536], str(r.returncode)]])
             except subprocess.TimeoutExpired:
                 reply([[0, "", "timeout"]])
+            continue
+        if "snapshot" in request:  # the files of the private directories, as a gzipped tar
+            r = subprocess.run(["tar", "-czf", "-", "-C", "/", "app", "root", "tmp"], capture_output=True)
+            reply([[r.returncode, base64.b64encode(r.stdout).decode(), r.stderr.decode("utf-8", "replace")[-300:]]])
+            continue
+        if "restore" in request:
+            subprocess.run(["find", "/app", "/root", "/tmp", "-mindepth", "1", "-delete"], capture_output=True)
+            r = subprocess.run(["tar", "-xzf", "-", "-C", "/"], input=base64.b64decode(request["restore"]),
+                               capture_output=True)
+            reply([[r.returncode, "", r.stderr.decode("utf-8", "replace")[-300:]]])
             continue
         results = []
         for args in request["commands"]:

@@ -76,7 +76,8 @@ def row_key(index: int, row: BenchRow) -> str:
 
 
 def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | None = None) -> list[BenchRow]:
-    """Read AgentWorldBench rows from a directory of ``*_test.jsonl`` files or one file.
+    """Read AgentWorldBench rows from one file or a directory: its ``*_test.jsonl`` files,
+    or, when it has none, those of its sub-directories (e.g. one ``lwm collect`` per domain).
 
     Raises:
         DataNotFoundError: no such file or no ``*_test.jsonl`` in the directory.
@@ -84,7 +85,7 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     """
     data = Path(data)
     if data.is_dir():
-        files = sorted(data.glob("*_test.jsonl"))
+        files = sorted(data.glob("*_test.jsonl")) or sorted(data.glob("*/*_test.jsonl"))
         if not files:
             raise DataNotFoundError(f"no *_test.jsonl files in {data}")
     elif data.is_file():

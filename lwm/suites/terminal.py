@@ -26,7 +26,10 @@ commands.
 
 from __future__ import annotations
 
-from lwm.envs.base import Task
+import dataclasses
+import random
+
+from lwm.envs.base import Check, Task
 from lwm.suites import Episode, keys
 
 PY_WAIT = 0.6  # python3 start-up and a little work
@@ -768,10 +771,70 @@ GIT = [
         files=_README, setup=_GIT_REPO),
 ]
 
+#: Real verifiers: a shell command run beside the agent's shell after the last turn, and
+#: what its output must show. "files-permissions" and "python-write-then-run" end with
+#: their task undone (the last actions undo or never finish it): their reward is 0.
+CHECKS = {
+    "files-project-skeleton": Check("find project -type f | wc -l", "3", "equals"),
+    "files-backup-and-archive": Check("cmp notes.txt archive/notes.bak && echo same", "same", "equals"),
+    "files-clean-build": Check("test -e build && echo present || echo gone", "gone", "equals"),
+    "files-permissions": Check("test -x deploy.sh && echo yes || echo no", "yes", "equals"),
+    "files-symlinks": Check("readlink current", "releases/v2", "equals"),
+    "pipes-sed-config": Check("grep -E '^(host|debug)=' config.ini", "host=db.internal\ndebug=false", "regex"),
+    "heredoc-config-file": Check("grep -c = app.conf", "3", "equals"),
+    "heredoc-shell-script": Check("./greet.sh Ada", "Hello, Ada", "equals"),
+    "python-write-then-run": Check("python3 greet.py 2>&1; echo exit=$?", "exit=0"),
+    "git-first-commit": Check("git log --format='%an %s'", "Ada Lovelace Initial commit", "equals"),
+    "git-feature-branch": Check("git log --format=%s feature -1 && git branch --show-current",
+                                "Add feature\nmain", "regex"),
+    "git-status-diff": Check("git log --format=%s -1 && git status --porcelain | wc -l",
+                             "Extend README\n0", "equals"),
+    "errors-permission-denied": Check("./run.sh", "it works", "equals"),
+    "git-restore-file": Check("git status --porcelain | wc -l", "0", "equals"),
+}
+
+#: A seeded exploratory policy's vocabulary: ordinary commands, mistakes and odd input.
+_RANDOM_ACTIONS = (
+    "ls\n", "ls -la /app\n", "pwd\n", "echo $?\n", "cd /tmp\n", "cd ..\n", "cd /nonexistent\n",
+    "cat missing.txt\n", "mkdir -p d/e && touch d/e/f\n", "find . -maxdepth 2 | sort\n",
+    "echo 'héllo wörld ✓'\n", "printf '%s\\n' a b c | sort -r\n", "wc -c /etc/hostname\n",
+    "sl\n", "grep\n", "ls --bogus-flag\n", "echo 'unclosed\n", "python3 -c 'print(1/0)'\n",
+    "python3 -c 'print(sum(range(10)))'\n", "seq 1 40\n", "true && echo ok || echo no\n",
+    "false; echo $?\n", "export X=$RANDOM_UNSET; echo [$X]\n", "\n", "   \n", "history | tail -3\n",
+    "echo $((7 * 6))\n", "date +%Y >/dev/null; echo done\n", "yes | head -3\n", "uname -s\n",
+)
+_RANDOM_KEYS = ("C-c", "C-d", "Up", "Tab", "C-l")
+
+
+def random_episodes(seed: int, n: int) -> list[Episode]:
+    """``n`` episodes of a seeded exploratory policy: 4–7 random actions each (commands,
+    typos, unclosed quotes, key presses such as ``C-c``, empty waits). Open-loop and
+    deterministic: the same seed gives the same actions."""
+    rng = random.Random(seed)
+    episodes = []
+    for i in range(n):
+        actions = []
+        for _ in range(rng.randint(4, 7)):
+            roll = rng.random()
+            if roll < 0.75:
+                actions.append(keys(rng.choice(_RANDOM_ACTIONS)))
+            elif roll < 0.9:
+                actions.append(keys(rng.choice(_RANDOM_KEYS)))
+            else:
+                actions.append(keys(("", round(rng.uniform(0.1, 0.6), 1))))
+        episodes.append(_ep(f"random-{seed}-{i}", "random", "", *actions, tags=("random-policy",),
+                            files={"/app/notes.txt": "one\ntwo\n"}))
+    return episodes
+
+
+RANDOM = random_episodes(seed=0, n=8)
+
 #: The whole suite, family by family.
 EPISODES: list[Episode] = [
-    *FILES, *PIPES, *ERRORS, *SHELL_STATE, *HEREDOC, *PYTHON, *LONG_RUNNING, *CTRL_C, *GIT,
+    dataclasses.replace(e, task=dataclasses.replace(e.task, check=CHECKS.get(e.task.name)))
+    for e in (*FILES, *PIPES, *ERRORS, *SHELL_STATE, *HEREDOC, *PYTHON, *LONG_RUNNING, *CTRL_C, *GIT, *RANDOM)
 ]
+assert CHECKS.keys() <= {e.task.name for e in EPISODES}, "a check names an unknown episode"
 
 #: Episodes left out of the default (core) suite, so that ``lwm eval`` with the embedded
 #: model fits in 15 minutes on 2 cores; ``--extended`` plays them too (more training data).
@@ -786,4 +849,5 @@ EXTENDED = frozenset({
     "long-progress-steps", "long-python-chunks", "long-build-log",
     "ctrlc-tail-follow", "ctrlc-yes-pipeline",
     "git-merge-ff", "git-restore-file", "git-init-hint", "git-gitignore",
+    *(e.task.name for e in RANDOM[3:]),
 })
