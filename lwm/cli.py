@@ -68,6 +68,19 @@ def collect(
         console.print(f"[yellow]{len(res.failed)} runs failed[/yellow] (see {out}/manifest.json)")
 
 
+@app.command()
+def setup(force: bool = typer.Option(False, help="Reinstall even what is already there.")) -> None:
+    """Install the tools the real environments need into $LWM_HOME: the npm MCP servers,
+    the sandbox's Python packages, the search index. Debian packages: `make system-deps`."""
+    from lwm.envs.assets import lwm_home
+    from lwm.envs.assets import setup as run_setup
+
+    console.print(f"installing into {lwm_home()} (set LWM_HOME to change)")
+    failures = run_setup(force, report=lambda line: console.print(line, markup=False, highlight=False))
+    if failures:
+        raise typer.Exit(1)
+
+
 @app.command("eval")
 def eval_(
     data: Optional[Path] = typer.Option(None, help="AgentWorldBench data: a directory of {domain}_test.jsonl "

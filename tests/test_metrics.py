@@ -51,3 +51,16 @@ def test_unmasked_scores():
 def test_line_f1_counts_duplicates():
     assert line_f1("a\na\nb", "a\nb") == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
     assert line_f1("x", "y") == 0.0
+
+
+def test_canonical_comparator_declares_equivalent_texts_exact():
+    import json
+
+    def canon(text):
+        return json.dumps(json.loads(text), sort_keys=True)
+
+    real, pred = '{"a": 1, "b": 2}', '{"b": 2, "a": 1}'
+    assert fidelity(pred, real).exact == 0.0
+    assert fidelity(pred, real, canonical=canon).exact == 1.0
+    assert fidelity("not json", real, canonical=canon).exact == 0.0  # a failing comparator is a miss
+    assert fidelity(pred, real, [(6, 7)], canonical=canon).exact == 0.0  # not with volatile spans

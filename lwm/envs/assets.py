@@ -127,6 +127,36 @@ def install_sandbox_python(force: bool = False) -> Path:
     return target
 
 
+def _search_index(force: bool) -> Path:
+    from lwm.envs.search_index import build_index
+
+    return build_index(force=force)
+
+
+#: What ``lwm setup`` installs, in order: (what, for which domains, installer(force) -> path).
+SETUP_STEPS = (
+    ("npm MCP servers", "fs, mcp", install_node_packages),
+    ("Python packages for the sandbox", "mcp", install_sandbox_python),
+    ("search index of the Python documentation", "search", _search_index),
+)
+
+
+def setup(force: bool = False, report=print) -> list[str]:
+    """Install every tool of :data:`SETUP_STEPS` that is missing (all of them with
+    ``force``); ``report`` receives one line per step. Returns the failures' messages
+    (a failed step does not stop the others: each domain needs only its own tools)."""
+    failures = []
+    for what, domains, install in SETUP_STEPS:
+        try:
+            path = install(force)
+        except (AssetMissingError, OSError, subprocess.CalledProcessError) as e:
+            failures.append(f"{what} ({domains}): {e}")
+            report(f"FAILED {what} ({domains}): {e}")
+        else:
+            report(f"ok     {what} ({domains}): {path}")
+    return failures
+
+
 def _make_home() -> None:
     home = lwm_home()
     home.mkdir(parents=True, exist_ok=True)

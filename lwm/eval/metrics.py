@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from rapidfuzz.distance import Levenshtein
@@ -72,7 +73,8 @@ def _clip(spans: list[Span], n: int) -> list[Span]:
     return [(max(0, s), min(n, e)) for s, e in spans if s < n and e > s]
 
 
-def fidelity(predicted: str, real: str, volatile: list[Span] | None = None) -> Fidelity:
+def fidelity(predicted: str, real: str, volatile: list[Span] | None = None,
+             canonical: Callable[[str], str] | None = None) -> Fidelity:
     """Score ``predicted`` against ``real``.
 
     Args:
@@ -80,6 +82,10 @@ def fidelity(predicted: str, real: str, volatile: list[Span] | None = None) -> F
             :func:`lwm.parse.parse_output`).
         real: the real observation text, as the environment wrote it.
         volatile: ``[start, end)`` spans of ``real`` that vary between real runs.
+        canonical: the domain's comparator (see :func:`lwm.domains.comparator`): when the
+            texts differ but their normal forms are equal (e.g. the same JSON with another
+            key order), ``exact`` is 1.0. Not applied with volatile spans (the spans are
+            offsets in the raw text).
 
     Returns:
         the three scores. With volatile spans, a prediction that matches ``real`` with
@@ -98,7 +104,15 @@ def fidelity(predicted: str, real: str, volatile: list[Span] | None = None) -> F
         a = "\n".join(next((masked for pat, masked in patterns if pat.fullmatch(line)), line)
                       for line in pred.split("\n"))
         b = normalize(_masked(real, spans))
-    return Fidelity(1.0 if a == b else 0.0, Levenshtein.normalized_similarity(a, b), line_f1(a, b))
+    exact = a == b or (canonical is not None and not spans and _same_canonical(canonical, pred, real))
+    return Fidelity(1.0 if exact else 0.0, Levenshtein.normalized_similarity(a, b), line_f1(a, b))
+
+
+def _same_canonical(canonical: Callable[[str], str], predicted: str, real: str) -> bool:
+    try:
+        return canonical(predicted) == canonical(real)
+    except Exception:  # a comparator must not fail a row on a model's odd output
+        return False
 
 
 def _line_patterns(real: str, spans: list[Span]) -> list[tuple[re.Pattern, str]]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm import __version__
+from lwm.domains import comparator
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError
 from lwm.eval.metrics import fidelity
 from lwm.eval.prompts import build_messages
@@ -236,7 +237,7 @@ def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[st
                                          "turn_idx": row.turn_idx, "error": "not predicted"})
         if rec.get("error") is None:
             real = observation_text(row.ground_truth)
-            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile).to_dict()
+            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, comparator(row.domain)).to_dict()
         if key in verdicts:
             rec["judge"] = {k: v for k, v in verdicts[key].items() if k != "key"}
         out.append(rec)
