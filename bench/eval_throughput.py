@@ -27,7 +27,7 @@ from _common import delay_server, free_port, lwm_serve_model, machine, server
 from openai import OpenAI
 
 from lwm.data.collect import CollectConfig, collect
-from lwm.eval.prompts import build_messages
+from lwm.prompts import build_messages
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.models.base import SamplingParams
 from lwm.models.openai_compat import OpenAIChatModel

@@ -9,6 +9,7 @@ it instead of dropping the row.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -165,3 +166,19 @@ def parse_output(
     if not obs.strip():
         issues.append("empty")
     return ParsedOutput(observation=obs, reasoning=reasoning, issues=issues)
+
+
+def json_objects(text: str) -> list:
+    """Every top-level JSON object decodable in ``text``, left to right (for reading a
+    model's structured answer among its prose)."""
+    decoder = json.JSONDecoder()
+    found, i = [], text.find("{")
+    while i != -1:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        found.append(obj)
+        i = text.find("{", end)
+    return found

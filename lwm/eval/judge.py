@@ -31,7 +31,6 @@ Judge answer formats (written by the judge, read here):
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -39,7 +38,7 @@ from typing import Any, Literal, TypeVar
 
 from lwm.domains.rubrics import rubric_for
 from lwm.models.base import ChatModel, Message, SamplingParams
-from lwm.parse import observation_text, split_reasoning
+from lwm.parse import json_objects, observation_text, split_reasoning
 from lwm.schema import TRAILING_INSTRUCTION, BenchRow, _fence
 
 #: The judged dimensions, in the order the rubrics list them.
@@ -218,21 +217,6 @@ def _score_dict(obj: Any) -> dict | None:
     return None
 
 
-def _json_objects(text: str) -> list[Any]:
-    """Every top-level JSON object decodable in ``text``, left to right."""
-    decoder = json.JSONDecoder()
-    found, i = [], text.find("{")
-    while i != -1:
-        try:
-            obj, end = decoder.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        found.append(obj)
-        i = text.find("{", end)
-    return found
-
-
 def _regex_scores(text: str) -> dict:
     """Last-resort reading of ``"dimension": value`` pairs from invalid JSON."""
     out = {}
@@ -256,7 +240,7 @@ def _find_scores(text: str) -> dict | None:
     else:
         opens = list(_FINAL_OPEN.finditer(text))
         region = text[opens[-1].end() :] if opens else text
-    for obj in reversed(_json_objects(region)):
+    for obj in reversed(json_objects(region)):
         scores = _score_dict(obj)
         if scores is not None:
             return scores
