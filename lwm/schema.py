@@ -37,6 +37,7 @@ class Provenance(BaseModel):
         source: the environment (e.g. ``terminal/bwrap+tmux``) or the model name.
         sampling: decoding settings for simulated observations.
         run: which of the repeated real runs this is (0-based), for real observations.
+        controls: the simulation controls in force (see :mod:`lwm.sim.controls`), as labels.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -44,6 +45,7 @@ class Provenance(BaseModel):
     source: str = ""
     sampling: dict[str, Any] | None = None
     run: int | None = None
+    controls: list[str] | None = None
 
 
 class Turn(BaseModel):

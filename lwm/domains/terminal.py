@@ -124,3 +124,11 @@ def format_action(keys: list[Keystroke] | list[dict]) -> str:
 def system_prompt(width: int = 80, height: int = 24, hostname: str = "sandbox") -> str:
     """The world-model system prompt for a terminal of this size."""
     return SYSTEM_PROMPT.format(width=width, height=height, hostname=hostname)
+
+
+def ends_episode(action: str) -> bool:
+    """Whether the action is the agent's "done" (the empty list ``[]``)."""
+    try:
+        return parse_action(action) == []
+    except ActionFormatError:
+        return False

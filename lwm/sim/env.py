@@ -1,0 +1,218 @@
+"""The world model as an environment: :class:`SimEnv`.
+
+``reset(task)`` gives the initial observation, ``step(action)`` asks the world model for
+the next one given the system prompt and the history so far, keeps only the observation
+(never the reasoning) in the history, and returns it. The episode's state is its history:
+:meth:`SimEnv.fork` copies it cheaply for branching and group sampling. At episode end a
+reward model (:func:`lwm.sim.reward.judge_reward`) may decide whether the task was achieved.
+
+The prompt is the one ``lwm eval`` scores (:func:`lwm.prompts.build_messages`), so a
+model's measured fidelity is the fidelity of the simulator built on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import time
+from typing import Any
+
+from lwm.envs.base import StepResult, Task
+from lwm.errors import EnvironmentClosedError
+from lwm.models.base import ChatModel, SamplingParams
+from lwm.parse import DEFAULT_STOP, parse_output
+from lwm.prompts import build_messages
+from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
+from lwm.sim.controls import Control, apply_controls
+from lwm.sim.loop import run_sync
+
+#: Decoding settings of a simulated step unless given: greedy, room for a screen or a page.
+DEFAULT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512, stop=DEFAULT_STOP)
+
+
+def default_system_prompt(domain: str) -> str:
+    """The domain's world-model system prompt with its default settings.
+
+    Raises:
+        KeyError: unknown domain.
+    """
+    from lwm.domains import DOMAINS
+
+    if domain not in DOMAINS:
+        raise KeyError(f"unknown domain {domain!r} (known: {', '.join(DOMAINS)})")
+    return importlib.import_module(f"lwm.domains.{domain}").system_prompt()
+
+
+def ends_episode(domain: str, action: str) -> bool:
+    """Whether ``action`` ends the episode in ``domain`` (its module's ``ends_episode``;
+    e.g. the terminal's empty keystroke list)."""
+    try:
+        module = importlib.import_module(f"lwm.domains.{domain}")
+    except ImportError:
+        return False
+    check = getattr(module, "ends_episode", None)
+    return bool(check and check(action))
+
+
+class SimEnv:
+    """A simulated environment of ``domain`` backed by a world model.
+
+    Args:
+        domain: e.g. ``terminal``.
+        model: the world model (any :class:`~lwm.models.base.ChatModel`).
+        system_prompt: the world-model system prompt; default: the task's
+            ``options["system_prompt"]``, else the domain's default.
+        sampling: decoding settings of each step (:data:`DEFAULT_SAMPLING`).
+        max_prompt_tokens: history budget; the oldest turns are dropped first.
+        max_turns: the episode is cut (``info["truncated"]``) after this many steps.
+        controls: simulation controls (:class:`~lwm.sim.controls.Control`).
+        reward_model: the judge of task success at episode end (default: ``model``); set
+            ``judge_rewards=False`` to leave rewards to the caller.
+        judge_rewards: ask the reward model when the episode ends.
+
+    Example:
+        >>> env = SimEnv("terminal", load_model("embedded"))  # doctest: +SKIP
+        >>> env.reset(Task("demo"), initial_observation="root@sandbox:/app#")  # doctest: +SKIP
+        >>> env.step('[{"keystrokes": "pwd\\\\n", "duration": 0.3}]').observation  # doctest: +SKIP
+    """
+
+    def __init__(self, domain: str, model: ChatModel, *, system_prompt: str | None = None,
+                 sampling: SamplingParams = DEFAULT_SAMPLING, max_prompt_tokens: int = 2048,
+                 max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
+                 judge_rewards: bool = True) -> None:
+        self.domain = domain
+        self.model = model
+        self.sampling = sampling
+        self.max_prompt_tokens = max_prompt_tokens
+        self.max_turns = max_turns
+        self.controls = tuple(controls)
+        self.reward_model = reward_model or model
+        self.judge_rewards = judge_rewards
+        self._system_prompt = system_prompt
+        self.task: Task | None = None
+        self.trajectory: Trajectory | None = None
+        self.parse_issues: dict[str, int] = {}
+
+    # -- the protocol ----------------------------------------------------------------
+    def system_prompt(self) -> str:
+        if self.trajectory is not None:
+            return self.trajectory.system_prompt
+        return apply_controls(self._base_prompt(self.task), self.controls)
+
+    def _base_prompt(self, task: Task | None) -> str:
+        if self._system_prompt is not None:
+            return self._system_prompt
+        if task is not None and task.options.get("system_prompt"):
+            return str(task.options["system_prompt"])
+        return default_system_prompt(self.domain)
+
+    def reset(self, task: Task | None = None, initial_observation: str | None = None) -> str:
+        """Start an episode; return the initial observation: ``initial_observation``, else
+        the task's ``options["initial_observation"]``, else empty."""
+        task = task or Task("simulated")
+        first = initial_observation if initial_observation is not None else str(
+            task.options.get("initial_observation", ""))
+        self.task = task
+        self.trajectory = Trajectory(
+            id=f"{self.domain}/{task.name}/sim", domain=self.domain, task=task.instruction,
+            system_prompt=apply_controls(self._base_prompt(task), self.controls), initial_observation=first,
+            metadata={"episode": task.name, "family": task.family or task.name, "backend": "sim",
+                      "controls": [c.label() for c in self.controls]},
+        )
+        return first
+
+    def step(self, action: str) -> StepResult:
+        """Predict the next observation (blocking; see :meth:`astep`)."""
+        return run_sync(self.astep(action))
+
+    async def astep(self, action: str) -> StepResult:
+        """Predict the observation that follows ``action``.
+
+        Returns:
+            the observation (reasoning removed) with ``info`` holding ``reasoning``,
+            ``parse_issues``, ``seconds``, token counts and ``provenance``; ``done`` when
+            the action ends the episode or ``max_turns`` is reached (``info["truncated"]``),
+            and then the judged ``reward`` if ``judge_rewards``.
+
+        Raises:
+            EnvironmentClosedError: not reset.
+            whatever the model raises (the turn is not recorded then).
+        """
+        traj = self._require()
+        t0 = time.monotonic()
+        index = len(traj.turns) + 1
+        prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
+                          controls=[c.label() for c in self.controls] or None)
+        pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=index, action=action, observation="",
+                                                                      provenance=prov)]})
+        row = rows_from_trajectory(pending)[-1]
+        messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
+        gen = await self.model.generate(messages, self.sampling)
+        stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
+        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped)
+        for issue in parsed.issues:
+            self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
+        traj.turns.append(Turn(index=index, action=action, observation=parsed.observation, provenance=prov))
+        ended = ends_episode(self.domain, action)
+        truncated = not ended and index >= self.max_turns
+        info: dict[str, Any] = {
+            "reasoning": parsed.reasoning, "parse_issues": parsed.issues, "dropped_turns": dropped,
+            "seconds": round(time.monotonic() - t0, 3), "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens, "provenance": prov.model_dump(exclude_none=True),
+        }
+        reward = None
+        if truncated:
+            info["truncated"] = True
+        if (ended or truncated) and self.judge_rewards:
+            reward = await self.averify()
+        return StepResult(parsed.observation, reward=reward, done=ended or truncated, info=info)
+
+    def verify(self) -> float | None:
+        """The reward model's verdict on the episode so far (blocking; see :meth:`averify`)."""
+        return run_sync(self.averify())
+
+    async def averify(self) -> float | None:
+        """Ask the reward model whether the task was achieved: a reward in [0, 1], also
+        stored on the trajectory with its rationale in ``metadata["reward_rationale"]``;
+        ``None`` when the task has no instruction or the judge's answer was unreadable."""
+        from lwm.sim.reward import judge_reward
+
+        traj = self._require()
+        if not traj.task:
+            return None
+        verdict = await judge_reward(self.reward_model, traj)
+        traj.reward = verdict.reward
+        traj.metadata["reward_rationale"] = verdict.rationale
+        if verdict.error:
+            traj.metadata["reward_error"] = verdict.error
+        return verdict.reward
+
+    def fork(self) -> SimEnv:
+        """An independent copy of this episode (same model, copied history)."""
+        twin = copy.copy(self)
+        twin.trajectory = self.trajectory.model_copy(deep=True) if self.trajectory else None
+        twin.parse_issues = dict(self.parse_issues)
+        return twin
+
+    def snapshot(self) -> Trajectory:
+        """The episode so far (a deep copy)."""
+        return self._require().model_copy(deep=True)
+
+    def restore(self, snapshot: Trajectory) -> None:
+        """Continue from a :meth:`snapshot`."""
+        self.trajectory = snapshot.model_copy(deep=True)
+
+    def close(self) -> None:
+        """End the episode (the model stays loaded; close it yourself). Safe to call twice."""
+        self.trajectory = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require(self) -> Trajectory:
+        if self.trajectory is None:
+            raise EnvironmentClosedError("call reset() before step()")
+        return self.trajectory

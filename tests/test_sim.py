@@ -1,0 +1,177 @@
+"""The simulator: SimEnv, reward judge, controls, replay cache and the four backends."""
+
+import json
+
+import pytest
+
+from conftest import needs_sandbox
+from lwm.envs.base import Check, Task
+from lwm.errors import EnvironmentClosedError
+from lwm.models.base import FunctionChatModel
+from lwm.sim import CacheMissError, Control, ReplayCache, SimEnv, make_env
+from lwm.sim.reward import build_reward_messages, parse_verdict
+from lwm.suites import keys
+
+PROMPT = "You simulate a terminal."
+
+
+def echo_model(seen: list | None = None):
+    """A scripted stand-in for a world model: answers with reasoning and a tagged observation
+    naming the last user message's turn, so history handling is visible."""
+    def fn(messages):
+        if seen is not None:
+            seen.append(messages)
+        if "reward model" in messages[0]["content"]:
+            return 'thinking… {"achieved": true, "reward": 1, "rationale": "the file exists"}'
+        turn = messages[-1]["content"].split("\n", 1)[0]
+        return f"<think>secret reasoning</think><predicted_observation>obs of {turn}</predicted_observation>"
+    return FunctionChatModel(fn, name="scripted-wm")
+
+
+def test_sim_step_keeps_observations_not_reasoning():
+    seen = []
+    env = SimEnv("terminal", echo_model(seen), system_prompt=PROMPT, judge_rewards=False)
+    assert env.reset(Task("t", instruction="make a file"), initial_observation="root@sandbox:/app#") == \
+        "root@sandbox:/app#"
+    r1 = env.step(keys("touch a\n"))
+    r2 = env.step(keys("ls\n"))
+    assert (r1.observation, r2.observation) == ("obs of ### Turn 1", "obs of ### Turn 2")
+    assert r2.info["reasoning"] == "secret reasoning" and r2.info["parse_issues"] == []
+    # Turn 2's prompt holds turn 1's observation, never its reasoning.
+    history = "\n".join(m["content"] for m in seen[1])
+    assert "obs of ### Turn 1" in history and "secret reasoning" not in history
+    assert seen[1][0] == {"role": "system", "content": PROMPT}
+    assert "root@sandbox:/app#" in seen[0][1]["content"] and "make a file" in seen[0][1]["content"]
+    prov = env.trajectory.turns[1].provenance
+    assert prov.kind == "simulated" and prov.source == "scripted-wm" and prov.sampling["temperature"] == 0.0
+
+
+def test_fork_is_independent():
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_rewards=False)
+    env.reset(Task("t"))
+    env.step(keys("a\n"))
+    twin = env.fork()
+    twin.step(keys("b\n"))
+    assert len(env.trajectory.turns) == 1 and len(twin.trajectory.turns) == 2
+    snap = twin.snapshot()
+    twin.step(keys("c\n"))
+    twin.restore(snap)
+    assert [t.index for t in twin.trajectory.turns] == [1, 2]
+
+
+def test_episode_end_is_judged_and_truncation_counts():
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, max_turns=2)
+    env.reset(Task("t", instruction="create a.txt"))
+    assert env.step(keys("touch a.txt\n")).done is False
+    last = env.step(keys("ls\n"))
+    assert last.done and last.info["truncated"] and last.reward == 1.0
+    assert env.trajectory.reward == 1.0 and env.trajectory.metadata["reward_rationale"] == "the file exists"
+    env.reset(Task("t2", instruction="x"))
+    done = env.step("[]")  # the terminal's own "done" action
+    assert done.done and "truncated" not in done.info
+
+
+def test_controls_reach_the_prompt_and_provenance():
+    seen = []
+    env = SimEnv("terminal", echo_model(seen), system_prompt=PROMPT, judge_rewards=False,
+                 controls=(Control("error", "disk full"), Control.parse("paginate:10 per page")))
+    env.reset(Task("t"))
+    env.step(keys("ls\n"))
+    assert "disk full" in seen[0][0]["content"] and "10 per page" in seen[0][0]["content"]
+    assert env.trajectory.turns[0].provenance.controls == ["error:disk full", "paginate:10 per page"]
+    with pytest.raises(ValueError, match="needs a detail"):
+        Control("world")
+    with pytest.raises(ValueError, match="unknown control"):
+        Control.parse("explode")
+
+
+def test_step_before_reset_is_a_clear_error():
+    with pytest.raises(EnvironmentClosedError):
+        SimEnv("terminal", echo_model()).step(keys("ls\n"))
+
+
+@pytest.mark.parametrize("text,reward", [
+    ('{"achieved": false, "reward": 0, "rationale": "no file"}', 0.0),
+    ('<think>{"reward": 1}</think> final: {"achieved": true}', 1.0),
+    ('{"reward": 7}', 1.0),  # clipped into [0, 1]
+    ('{"score": 0.5, "rationale": "half"}', 0.5),
+])
+def test_parse_verdict(text, reward):
+    assert parse_verdict(text).reward == reward
+
+
+def test_unreadable_verdict_is_reported_not_guessed():
+    v = parse_verdict("I think it worked.")
+    assert v.reward is None and "no JSON verdict" in v.error
+    env = SimEnv("terminal", FunctionChatModel(lambda m: "maybe"), system_prompt=PROMPT)
+    env.reset(Task("t", instruction="x"))
+    env.trajectory.turns = []
+    assert env.verify() is None and "reward_error" in env.trajectory.metadata
+
+
+def test_reward_prompt_cuts_long_observations():
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_rewards=False)
+    env.reset(Task("t", instruction="x"), initial_observation="y" * 10000)
+    messages = build_reward_messages(env.trajectory, max_observation_chars=100)
+    assert "characters cut" in messages[1]["content"] and len(messages[1]["content"]) < 1000
+
+
+def test_cache_keys_separate_every_input(tmp_path):
+    cache = ReplayCache(tmp_path / "c.sqlite")
+    from lwm.sim.cache import cache_key
+
+    base = ("terminal", "p", [("", "s")], "a")
+    keys_ = {cache_key(*base), cache_key("db", *base[1:]), cache_key(*base[:3], "b"),
+             cache_key(*base, source="m"), cache_key(*base, source="m", sampling={"temperature": 1})}
+    assert len(keys_) == 5
+    cache.put(cache_key(*base), "obs", {"kind": "real"})
+    cache.put(cache_key(*base), "other", {"kind": "real"})  # first write wins
+    assert cache.get(cache_key(*base)) == ("obs", {"kind": "real"}) and len(cache) == 1
+
+
+def test_make_env_rejects_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="unknown backend"):
+        make_env("terminal", "dream")
+    with pytest.raises(ValueError, match="needs a world model"):
+        make_env("terminal", "sim")
+    with pytest.raises(ValueError, match="needs a cache"):
+        make_env("terminal", "replay")
+    with pytest.raises(CacheMissError, match="no recorded start"):
+        make_env("terminal", "replay", cache=tmp_path / "c.sqlite").reset(Task("never"))
+
+
+@needs_sandbox
+def test_real_then_replay_then_hybrid(tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    task = Task("demo", instruction="write 42 to out.txt", check=Check("cat /app/out.txt", "42", "equals"))
+    actions = [keys("echo 42 > out.txt\n"), keys("cat out.txt\n")]
+    real = make_env("terminal", "real", cache=cache)
+    first = real.reset(task)
+    real_obs = [real.step(a).observation for a in actions]
+    assert real.verify() == 1.0 and real.trajectory.reward == 1.0
+    real.close()
+    assert real_obs[1].split("\n")[-2] == "42"
+
+    replay = make_env("terminal", "replay", cache=cache)
+    assert replay.reset(task) == first
+    steps = [replay.step(a) for a in actions]
+    assert [s.observation for s in steps] == real_obs
+    assert steps[0].info["provenance"]["kind"] == "replayed"
+    with pytest.raises(CacheMissError):
+        replay.step(keys("ls\n"))  # a new situation
+
+    seen = []
+    hybrid = make_env("terminal", "hybrid", cache=cache, model=echo_model(seen))
+    assert hybrid.reset(task) == first
+    assert hybrid.step(actions[0]).info["route"] == "cache"
+    fresh = hybrid.step(keys("echo more >> out.txt; cat out.txt\n"))  # a miss: the real env catches up, then plays
+    assert fresh.info["route"] == "real" and fresh.observation.split("\n")[-3:-1] == ["42", "more"]
+    assert hybrid.verify() == 0.0  # the real verifier: out.txt is no longer just 42
+    hybrid.close()
+
+    sim_only = make_env("terminal", "hybrid", cache=cache, model=echo_model(), route="sim-only")
+    sim_only.reset(task)
+    assert sim_only.step(actions[0]).info["route"] == "cache"
+    r = sim_only.step(keys("whoami\n"))
+    assert r.info["route"] == "sim" and r.observation == "obs of ### Turn 2"
+    assert [t.provenance.kind for t in sim_only.trajectory.turns] == ["replayed", "simulated"]
