@@ -68,6 +68,29 @@ def collect(
         console.print(f"[yellow]{len(res.failed)} runs failed[/yellow] (see {out}/manifest.json)")
 
 
+@app.command("import")
+def import_(
+    src: Path = typer.Argument(..., help="A log file or a directory of episodes."),
+    format: str = typer.Option(..., "--format", help="os (OSWorld-style desktop logs with accessibility trees) or "
+                               "android (AndroidWorld-style JSON)."),
+    out: Path = typer.Option(None, help="Output directory (default: runs/<timestamp>/data)."),
+    strict: bool = typer.Option(False, help="Stop at the first malformed episode instead of skipping and counting it."),
+) -> None:
+    """Import agent logs of domains that have no real environment here (os, android)."""
+    from lwm.data.importers import NO_REAL_ENVIRONMENT, import_logs
+
+    out = out or _run_dir() / "data"
+    console.print(f"[yellow]note:[/yellow] {NO_REAL_ENVIRONMENT}")
+    try:
+        res = import_logs(format, src, out, strict=strict)
+    except (LwmError, KeyError, ValueError, OSError) as e:
+        _fail(e)
+    console.print(f"imported {res.trajectories} trajectories, {res.turns} turns, {res.rows} rows → {res.rows_path}")
+    if res.skipped or res.dropped_turns:
+        console.print(f"[yellow]{len(res.skipped)} malformed episodes skipped, {len(res.dropped_turns)} final turns "
+                      f"without a next observation dropped[/yellow] (see {res.manifest_path})")
+
+
 @app.command()
 def setup(force: bool = typer.Option(False, help="Reinstall even what is already there.")) -> None:
     """Install the tools the real environments need into $LWM_HOME: the npm MCP servers,

@@ -8,7 +8,7 @@ observations are text in the domain's format (see ``lwm.domains``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 
@@ -64,6 +64,18 @@ class Task:
     setup: tuple[str, ...] = ()
     check: Check | None = None
     options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (recorded with rollouts so that a task can be played again)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Task:
+        """The inverse of :meth:`to_dict`."""
+        data = dict(data)
+        check = data.pop("check", None)
+        return cls(**{**data, "setup": tuple(data.get("setup", ())),
+                      "check": Check(**check) if check else None})
 
 
 @dataclass
