@@ -195,6 +195,90 @@ def eval_(
         raise typer.Exit(1)
 
 
+@app.command()
+def rollout(
+    domain: str = typer.Option("terminal", help="Domain; tasks come from its bundled suite."),
+    backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
+    episodes: int = typer.Option(8, min=1, help="Episodes to play."),
+    group_size: int = typer.Option(1, min=1, help="Episodes per task in a row (group sampling)."),
+    policy: str = typer.Option("scripted", help="'scripted' (the suite's actions), 'embedded', or the agent model "
+                               "served at --policy-base-url."),
+    policy_base_url: Optional[str] = typer.Option(None, help="The agent's OpenAI-compatible endpoint."),
+    model: str = typer.Option("embedded", help="World model (sim, hybrid, replay of model output): 'embedded' or "
+                              "the name served at --base-url; 'real' replays real observations."),
+    base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
+    api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for the endpoints."),
+    cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
+    route: str = typer.Option("real-first", help="Hybrid routing rule: real-first | sim-only."),
+    control: Optional[list[str]] = typer.Option(None, help="Simulation control (repeatable): empty, slow, "
+                                                "paginate[:detail], error:<what>, world:<facts>."),
+    max_turns: int = typer.Option(20, min=1, help="Turns per episode at most."),
+    concurrency: int = typer.Option(4, min=1, help="Episodes played at once."),
+    ray: bool = typer.Option(False, "--ray", help="Run episodes as Ray tasks (local instance, or the cluster "
+                             "RAY_ADDRESS points to)."),
+    out: Optional[Path] = typer.Option(None, help="Output directory (default: runs/<timestamp>/rollout). Re-run "
+                                       "with the same directory to resume."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Play episodes with a policy against a real, simulated, replayed or hybrid environment."""
+    from lwm.sim.backends import BACKENDS
+    from lwm.sim.controls import Control
+    from lwm.sim.rollout import RolloutConfig
+    from lwm.sim.rollout import rollout as run_rollout
+
+    if backend not in BACKENDS:
+        _fail(ValueError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}"))
+    if backend in ("replay", "hybrid") and cache is None:
+        _fail(ValueError(f"--backend {backend} needs --cache (a file the real or hybrid backend recorded into)"))
+    try:
+        for c in control or []:
+            Control.parse(c)
+    except ValueError as e:
+        _fail(e)
+    out = out or _run_dir() / "rollout"
+    config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
+                           policy=policy, policy_base_url=policy_base_url, world_model=model, base_url=base_url,
+                           api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
+                           max_turns=max_turns, concurrency=concurrency, ray=ray)
+    try:
+        res = run_rollout(config, show_progress=progress)
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
+        raise typer.Exit(130) from None
+    except (LwmError, KeyError, ValueError, OSError) as e:
+        _fail(e)
+    reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
+    console.print(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} "
+                  f"(mean reward {reward})")
+    if res.failed:
+        console.print(f"[yellow]{len(res.failed)} episodes failed[/yellow] (see {out}/manifest.json)")
+
+
+@app.command()
+def wm2real(
+    trajectories: Path = typer.Argument(..., help="trajectories.jsonl of simulated episodes (lwm rollout)."),
+    out: Optional[Path] = typer.Option(None, help="Report directory (default: runs/<timestamp>/wm2real)."),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Replay simulated episodes in the real environment: divergence per step and by depth,
+    reward agreement, false successes."""
+    from lwm.eval.wm2real import to_markdown
+    from lwm.eval.wm2real import wm2real as run_wm2real
+
+    out = out or _run_dir() / "wm2real"
+    try:
+        res = run_wm2real(trajectories, out, show_progress=progress)
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
+        raise typer.Exit(130) from None
+    except (LwmError, KeyError, OSError) as e:
+        _fail(e)
+    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    if res.summary["failed"]:
+        console.print(f"[yellow]{len(res.summary['failed'])} trajectories could not be replayed[/yellow] "
+                      f"(see {out}/summary.json)")
+
+
 @app.command("serve-model")
 def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),

@@ -191,8 +191,15 @@ def format_response(observation: str) -> str:
     return f"{OBSERVATION_MARKER}\n{_fence(observation)}"
 
 
-def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list[BenchRow]:
-    """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4)."""
+def rows_from_trajectory(traj: Trajectory, *, action_lang: str | None = None) -> list[BenchRow]:
+    """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4).
+
+    ``action_lang`` labels the fence around each action (default: the domain's, see
+    :func:`lwm.domains.action_lang`)."""
+    if action_lang is None:
+        from lwm.domains import action_lang as domain_lang
+
+        action_lang = domain_lang(traj.domain)
     items = [
         format_prompt_item(
             t.index,

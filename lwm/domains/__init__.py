@@ -23,3 +23,15 @@ def comparator(domain: str) -> Callable[[str], str] | None:
     except ImportError:
         return None
     return getattr(module, "canonical", None)
+
+
+def action_lang(domain: str) -> str:
+    """The info string of the fence around the domain's actions in AgentWorldBench rows
+    (the module's ``ACTION_LANG``: ``sql``, ``python`` …; ``json`` by default)."""
+    if domain not in DOMAINS:
+        return "json"
+    try:
+        module = importlib.import_module(f"lwm.domains.{domain}")
+    except ImportError:
+        return "json"
+    return getattr(module, "ACTION_LANG", "json")

@@ -30,6 +30,9 @@ NPM_PACKAGES = {
 #: Packages for the sandbox's Python (``/usr/bin/python3``), pinned likewise.
 SANDBOX_PY_PACKAGES = ("mcp==2.3.0", "mcp-server-sqlite==2025.4.25")
 SANDBOX_PYTHON = "/usr/bin/python3"
+#: mcp-server-sqlite 2025.4.25 uses the mcp 1.x low-level server API (mcp 2 removed it): it
+#: gets a separate directory with the last mcp 1.x.
+SANDBOX_PY_SQLITE_PACKAGES = ("mcp==1.30.0", "mcp-server-sqlite==2025.4.25")
 
 
 class AssetMissingError(LwmError):
@@ -75,6 +78,18 @@ def sandbox_site_packages() -> Path:
     return path
 
 
+def sandbox_sqlite_site_packages() -> Path:
+    """Packages of the SQLite MCP server (with mcp 1.x) for the sandbox's interpreter.
+
+    Raises:
+        AssetMissingError: not installed (run ``lwm setup``).
+    """
+    path = lwm_home() / "sandbox-python-mcp1"
+    if not (path / ".complete").exists():
+        raise AssetMissingError(f"the SQLite MCP server is not installed in {path}: run `lwm setup`")
+    return path
+
+
 def system_tool(name: str, package: str) -> str:
     """The absolute path of a system program.
 
@@ -114,7 +129,7 @@ def install_sandbox_python(force: bool = False) -> Path:
         AssetMissingError: pip failed or the sandbox's Python is missing.
     """
     target = lwm_home() / "sandbox-python"
-    if not force and (target / ".complete").exists():
+    if not force and (target / ".complete").exists() and (lwm_home() / "sandbox-python-mcp1" / ".complete").exists():
         return target
     py = system_tool("python3", "python3")
     version = subprocess.run([py, "-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"],
@@ -124,6 +139,13 @@ def install_sandbox_python(force: bool = False) -> Path:
     _run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target), "--python-version", version,
           "--only-binary=:all:", "--implementation", "cp", *SANDBOX_PY_PACKAGES], "pip install (sandbox Python)")
     (target / ".complete").write_text(" ".join(SANDBOX_PY_PACKAGES) + "\n")
+    legacy = lwm_home() / "sandbox-python-mcp1"
+    if force or not (legacy / ".complete").exists():
+        shutil.rmtree(legacy, ignore_errors=True)
+        _run([sys.executable, "-m", "pip", "install", "-q", "--target", str(legacy), "--python-version", version,
+              "--only-binary=:all:", "--implementation", "cp", *SANDBOX_PY_SQLITE_PACKAGES],
+             "pip install (sandbox Python, SQLite MCP server)")
+        (legacy / ".complete").write_text(" ".join(SANDBOX_PY_SQLITE_PACKAGES) + "\n")
     return target
 
 
@@ -133,11 +155,18 @@ def _search_index(force: bool) -> Path:
     return build_index(force=force)
 
 
+def _postgres_template(force: bool) -> Path:
+    from lwm.envs.db import postgres_template
+
+    return postgres_template()
+
+
 #: What ``lwm setup`` installs, in order: (what, for which domains, installer(force) -> path).
 SETUP_STEPS = (
     ("npm MCP servers", "fs, mcp", install_node_packages),
     ("Python packages for the sandbox", "mcp", install_sandbox_python),
     ("search index of the Python documentation", "search", _search_index),
+    ("PostgreSQL template cluster", "db", _postgres_template),
 )
 
 

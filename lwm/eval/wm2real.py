@@ -1,0 +1,154 @@
+"""Sim-to-real checks: replay simulated trajectories' actions in the real environment.
+
+For each simulated trajectory (e.g. from ``lwm rollout --backend sim``) the same task is
+started in the real environment and the same actions are played. Reported:
+
+* per-step divergence: fidelity of each simulated observation against the real one
+  (exact, edit similarity, line F1; :func:`lwm.eval.metrics.fidelity`), overall and as a
+  function of depth (turn number);
+* reward agreement: the simulated reward (the reward model's) against the real verifier's
+  verdict, on tasks that have one (both read as achieved when ≥ 0.5);
+* false success: how often the simulation said the task was achieved while the real
+  verifier says it was not — the failure that would teach an agent the wrong thing.
+
+Output directory: ``wm2real.jsonl`` (one record per trajectory, appended as they finish:
+a re-run resumes), ``summary.json`` and ``report.md``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lwm.envs import make_real_env
+from lwm.envs.base import Task
+from lwm.eval.metrics import fidelity
+from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
+from lwm.progress import progress_bar
+from lwm.schema import Trajectory, read_trajectories
+from lwm.suites import load_suite
+
+
+@dataclass
+class Wm2RealResult:
+    """Where the report went, and its summary."""
+
+    out: Path
+    summary: dict[str, Any]
+
+
+def _task(traj: Trajectory) -> Task:
+    spec = traj.metadata.get("task_spec")
+    if spec:
+        return Task.from_dict(spec)
+    name = traj.metadata.get("episode")
+    for episode in load_suite(traj.domain, extended=True):
+        if episode.task.name == name:
+            return episode.task
+    raise KeyError(f"{traj.id}: no task_spec in its metadata and no suite episode named {name!r}")
+
+
+def replay_in_real(traj: Trajectory) -> dict[str, Any]:
+    """Play ``traj``'s actions in a fresh real environment; the per-step comparison.
+
+    Raises:
+        KeyError: the trajectory's task cannot be found.
+        SandboxError: the real environment failed.
+    """
+    task = _task(traj)
+    env = make_real_env(traj.domain)
+    steps = []
+    try:
+        env.reset(task)
+        for turn in traj.turns:
+            real = env.step(turn.action).observation
+            f = fidelity(turn.observation, real)
+            steps.append({"turn": turn.index, **f.to_dict(), "kind": turn.provenance.kind})
+        real_reward = env.verify()
+    finally:
+        env.close()
+    sim_reward = traj.reward
+    record = {"id": traj.id, "domain": traj.domain, "task": task.name, "steps": steps,
+              "sim_reward": sim_reward, "real_reward": real_reward}
+    if sim_reward is not None and real_reward is not None:
+        record["agree"] = (sim_reward >= 0.5) == (real_reward >= 0.5)
+        record["false_success"] = sim_reward >= 0.5 and real_reward < 0.5
+    return record
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Overall and per-depth divergence, reward agreement and false-success rate."""
+    steps = [s for r in records for s in r["steps"]]
+    by_depth: dict[int, list[dict]] = defaultdict(list)
+    for s in steps:
+        by_depth[s["turn"]].append(s)
+
+    def mean(xs: list[float]) -> float | None:
+        return round(sum(xs) / len(xs), 4) if xs else None
+
+    judged = [r for r in records if "agree" in r]
+    return {
+        "trajectories": len(records),
+        "steps": len(steps),
+        "exact": mean([s["exact"] for s in steps]),
+        "edit_similarity": mean([s["edit_similarity"] for s in steps]),
+        "line_f1": mean([s["line_f1"] for s in steps]),
+        "by_depth": {d: {"steps": len(v), "exact": mean([s["exact"] for s in v]),
+                         "edit_similarity": mean([s["edit_similarity"] for s in v])}
+                     for d, v in sorted(by_depth.items())},
+        "with_both_rewards": len(judged),
+        "reward_agreement": mean([1.0 if r["agree"] else 0.0 for r in judged]),
+        "false_success_rate": mean([1.0 if r["false_success"] else 0.0 for r in judged]),
+    }
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The report as Markdown."""
+    lines = [
+        "# Simulated vs real", "",
+        f"{summary['trajectories']} trajectories, {summary['steps']} steps replayed in the real environment.", "",
+        "| metric | value |", "|---|---:|",
+        f"| exact | {summary['exact']} |", f"| edit similarity | {summary['edit_similarity']} |",
+        f"| line F1 | {summary['line_f1']} |",
+        f"| reward agreement ({summary['with_both_rewards']} episodes with both rewards) | "
+        f"{summary['reward_agreement']} |",
+        f"| false success rate | {summary['false_success_rate']} |", "",
+        "## Divergence by depth", "", "| turn | steps | exact | edit similarity |", "|---:|---:|---:|---:|",
+    ]
+    for d, v in summary["by_depth"].items():
+        lines.append(f"| {d} | {v['steps']} | {v['exact']} | {v['edit_similarity']} |")
+    return "\n".join(lines) + "\n"
+
+
+def wm2real(trajectories: Path, out: Path, *, show_progress: bool = True) -> Wm2RealResult:
+    """Replay every trajectory of ``trajectories`` (a ``trajectories.jsonl``) in the real
+    environment and write the report to ``out`` (resumable).
+
+    Raises:
+        RowFormatError: a malformed trajectory line (names file and line).
+        DataNotFoundError / OSError: the file cannot be read.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    trajs = list(read_trajectories(trajectories))
+    partial = out / "wm2real.jsonl"
+    done = {obj["id"]: obj for _, obj in iter_jsonl(partial, skip_truncated_tail=True)} if partial.exists() else {}
+    todo = [t for t in trajs if t.id not in done]
+    failed: dict[str, str] = {}
+    with JsonlAppender(partial) as sink, progress_bar("wm2real", len(todo), show_progress) as advance:
+        for traj in todo:
+            try:
+                record = replay_in_real(traj)
+            except Exception as e:  # one broken episode is reported, never fatal
+                failed[traj.id] = f"{type(e).__name__}: {e}"
+            else:
+                sink.append(record)
+                done[traj.id] = record
+            advance()
+    summary = summarize([done[t.id] for t in trajs if t.id in done])
+    summary["failed"] = failed
+    write_atomic(out / "summary.json", dumps(summary) + "\n")
+    write_atomic(out / "report.md", to_markdown(summary))
+    return Wm2RealResult(out, summary)

@@ -1,0 +1,268 @@
+"""An OpenEnv environment server over :func:`lwm.sim.make_env` (``openenv-core`` 0.3).
+
+Protocol (OpenEnv's, unchanged): episodes run over the WebSocket ``/ws``; each connection
+is a session with its own :class:`WorldEnvironment` (its own environment from
+``make_env``: own history, own sandbox on ``real``), destroyed when the connection closes.
+Messages are ``{"type": "reset", "data": {…}}``, ``{"type": "step", "data": {"text":
+"<action>"}}``, ``{"type": "state"}``, ``{"type": "close"}``; answers are ``{"type":
+"observation", "data": {"observation": {…}, "reward": …, "done": …}}``, ``{"type":
+"state", "data": {…}}`` or ``{"type": "error", "data": {"message", "code"}}`` (a bad
+action, a step before reset or after the end: the session stays usable). OpenEnv's
+clients speak it (``GenericEnvClient(base_url=…)``, or :class:`WorldClient` here, typed).
+``POST /reset`` and ``POST /step`` are OpenEnv's one-shot HTTP endpoints (a fresh
+environment per request, closed after it): fine to probe a reset, useless for episodes.
+``GET /health``, ``/schema``, ``/metadata`` describe the server.
+
+What the world model is asked (and the sandbox it may start) is shared by nothing
+between sessions but the model itself and the replay cache (content-addressed, safe to
+share); up to ``max_sessions`` sessions run at once.
+
+Reset data: ``task`` (a task name among the server's ``tasks``, or a dict of
+:class:`~lwm.envs.base.Task` fields), else ``seed`` draws one of ``tasks``, else the
+first (or the backend's empty task when there are none); ``episode_id`` is kept in the
+state. Rewards follow :mod:`lwm.sim.adapter`: 0.0 until the episode ends, then the verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field
+
+
+def _import_openenv() -> None:
+    """Import ``openenv.core`` without its optional Gradio web UI: ``openenv.core`` imports
+    ``gradio`` eagerly (seconds of start-up) only to offer ``ENABLE_WEB_INTERFACE``, which
+    this server does not use; it skips the UI when ``gradio`` cannot be imported. Gradio
+    stays importable afterwards."""
+    import sys
+
+    if "openenv.core" in sys.modules or "gradio" in sys.modules:
+        return
+    sys.modules["gradio"] = None  # type: ignore[assignment]  # import gradio -> ModuleNotFoundError
+    try:
+        import openenv.core  # noqa: F401
+    finally:
+        if sys.modules.get("gradio", 0) is None:
+            del sys.modules["gradio"]
+
+
+_import_openenv()
+
+from openenv.core.client_types import StepResult  # noqa: E402
+from openenv.core.env_client import EnvClient  # noqa: E402
+from openenv.core.env_server.interfaces import Environment  # noqa: E402
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # noqa: E402
+
+from lwm.envs.base import Task
+from lwm.models.base import ChatModel
+from lwm.sim.adapter import Episode, check_arguments, coerce_task, resolve_model
+from lwm.sim.cache import ReplayCache
+
+
+class WorldAction(Action):
+    """One action, as text in the domain's action format."""
+
+    text: str = Field(..., description="the action, in the domain's action format (e.g. terminal keystrokes JSON)")
+
+
+class WorldObservation(Observation):
+    """An observation (``reward`` and ``done`` are OpenEnv's fields)."""
+
+    text: str = Field(default="", description="the observation, in the domain's observation format")
+    truncated: bool = Field(default=False, description="the episode was cut by the turn limit")
+    task: str | None = Field(default=None, description="the task's name")
+    instruction: str = Field(default="", description="the task's instruction (on reset)")
+    info: dict[str, Any] = Field(default_factory=dict,
+                                 description="the backend's step info: provenance, reasoning, turn, verdict …")
+
+
+class WorldState(State):
+    """The session's episode."""
+
+    domain: str = ""
+    backend: str = ""
+    task: str | None = None
+    instruction: str = ""
+    done: bool = False
+    reward: float | None = Field(default=None, description="the verdict, once the episode has ended")
+    trajectory: dict[str, Any] | None = Field(default=None, description="the episode so far (lwm Trajectory)")
+
+
+class WorldEnvironment(Environment[WorldAction, WorldObservation, WorldState]):
+    """One session's environment: an :class:`~lwm.sim.adapter.Episode` built lazily on
+    first reset (OpenEnv also makes throwaway instances for ``/state``, ``/metadata``).
+
+    Args: as :func:`serve_env` (``model`` already loaded).
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, domain: str, backend: str = "sim", *, model: ChatModel | None = None,
+                 cache: ReplayCache | str | None = None, tasks: Sequence[Task] = (), **make_env_kwargs: Any) -> None:
+        super().__init__()
+        self.domain, self.backend = domain, backend
+        self._episode_args = dict(model=model, cache=cache, tasks=tuple(tasks), **make_env_kwargs)
+        self.tasks = tuple(tasks)
+        self.episode: Episode | None = None
+        self._state = WorldState(domain=domain, backend=backend)
+
+    def _require_episode(self) -> Episode:
+        if self.episode is None:
+            self.episode = Episode(self.domain, self.backend, **self._episode_args)
+        return self.episode
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None,
+              task: str | Mapping[str, Any] | None = None, **kwargs: Any) -> WorldObservation:
+        if kwargs:
+            raise ValueError(f"unknown reset fields {sorted(kwargs)} (known: seed, episode_id, task)")
+        episode = self._require_episode()
+        if task is None:
+            task = episode.pick_task(random.Random(seed) if seed is not None else None)
+        else:
+            task = coerce_task(task, self.tasks)
+        first = episode.reset(task)
+        current = episode.task
+        self._state = WorldState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, domain=self.domain,
+                                 backend=self.backend, task=current.name if current else None,
+                                 instruction=current.instruction if current else "")
+        return WorldObservation(text=first, reward=0.0, done=False, task=self._state.task,
+                                instruction=self._state.instruction)
+
+    def step(self, action: WorldAction, timeout_s: float | None = None, **kwargs: Any) -> WorldObservation:
+        if self.episode is None:
+            from lwm.errors import EnvironmentClosedError
+
+            raise EnvironmentClosedError("call reset() before step()")
+        t = self.episode.step(action.text)
+        self._state.step_count += 1
+        if t.done:
+            self._state.done, self._state.reward = True, self.episode.reward
+        return WorldObservation(text=t.observation, reward=t.reward, done=t.done, truncated=t.truncated,
+                                task=self._state.task, info=_jsonable(t.info))
+
+    @property
+    def state(self) -> WorldState:
+        traj = self.episode.trajectory if self.episode is not None else None
+        data = self._state.model_copy()
+        data.trajectory = traj.model_dump(mode="json") if traj is not None else None
+        return data
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name=f"lwm-{self.domain}-{self.backend}",
+            description=f"The {self.domain} domain on lwm's {self.backend} backend "
+                        "(actions and observations are text in the domain's format).",
+            version="0.1.0")
+
+    def close(self) -> None:
+        if self.episode is not None:
+            self.episode.close()
+            self.episode = None
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
+def make_app(domain: str, backend: str = "sim", *, model: ChatModel | str | None = None,
+             cache: ReplayCache | str | None = None, max_sessions: int = 64, tasks: Sequence[Task | Mapping] = (),
+             session_timeout: float | None = None, **make_env_kwargs: Any):
+    """The FastAPI application of :func:`serve_env` (to mount or to run yourself).
+
+    Raises:
+        KeyError / ValueError: unknown domain or backend, or a backend's model or cache
+            missing (before any session starts).
+    """
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.types import ConcurrencyConfig
+
+    model, _ = resolve_model(model)
+    check_arguments(domain, backend, model, cache)
+    if isinstance(cache, str) or hasattr(cache, "__fspath__"):
+        cache = ReplayCache(cache)  # one connection pool for every session
+    factory = functools.partial(WorldEnvironment, domain, backend, model=model, cache=cache,
+                                tasks=tuple(coerce_task(t) for t in tasks), **make_env_kwargs)
+    app = create_app(factory, WorldAction, WorldObservation, env_name=f"lwm-{domain}",
+                     concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
+                                                          session_timeout=session_timeout))
+    _add_error_handlers(app)
+    return app
+
+
+def _add_error_handlers(app) -> None:
+    """Errors of the one-shot HTTP endpoints as JSON answers (4xx), not 500s."""
+    from fastapi.responses import JSONResponse
+
+    from lwm.errors import EnvironmentClosedError, LwmError
+
+    def answer(status: int):
+        async def handler(request, exc: Exception) -> JSONResponse:
+            detail = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            if isinstance(exc, EnvironmentClosedError) and request.url.path == "/step":
+                detail += (" (HTTP /step is one-shot in OpenEnv: a fresh environment per request; "
+                           "play episodes over the WebSocket /ws)")
+            return JSONResponse(status_code=status, content={"detail": detail, "error": type(exc).__name__})
+        return handler
+
+    app.add_exception_handler(EnvironmentClosedError, answer(409))
+    for exc_type in (LwmError, ValueError, KeyError, TypeError):
+        app.add_exception_handler(exc_type, answer(400))
+
+
+def serve_env(domain: str, backend: str = "sim", host: str = "127.0.0.1", port: int = 8000, *,
+              model: ChatModel | str | None = None, cache: ReplayCache | str | None = None, max_sessions: int = 64,
+              tasks: Sequence[Task | Mapping] = (), session_timeout: float | None = None,
+              log_level: str = "info", **make_env_kwargs: Any) -> None:
+    """Serve ``make_env(domain, backend, …)`` as an OpenEnv environment until interrupted.
+
+    Args:
+        domain: e.g. ``terminal``.
+        backend: ``sim`` (default), ``real``, ``replay`` or ``hybrid``.
+        host: interface to bind (``0.0.0.0`` for every interface).
+        port: TCP port.
+        model: the world model (a ``ChatModel`` or a ``load_model`` spec such as
+            ``"embedded"``, loaded once and shared by the sessions).
+        cache: replay cache or its path (``replay``, ``hybrid``; optional for ``real``).
+        max_sessions: concurrent sessions at most (more are refused with
+            ``CAPACITY_REACHED``).
+        tasks: what ``reset`` picks from (see the module docstring).
+        session_timeout: seconds of inactivity after which a session is closed.
+        log_level: uvicorn's.
+        make_env_kwargs: passed to :func:`lwm.sim.make_env` (``max_turns``, ``route`` …).
+    """
+    import uvicorn
+
+    app = make_app(domain, backend, model=model, cache=cache, max_sessions=max_sessions, tasks=tasks,
+                   session_timeout=session_timeout, **make_env_kwargs)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+class WorldClient(EnvClient[WorldAction, WorldObservation, WorldState]):
+    """A typed OpenEnv client of a :func:`serve_env` server: async (``async with``), or
+    blocking through ``.sync()``. ``step(WorldAction(text=…))`` returns a ``StepResult``
+    whose ``observation`` is a :class:`WorldObservation`; an error answer raises
+    ``RuntimeError("Server error: …")``.
+
+    Example:
+        >>> with WorldClient("http://127.0.0.1:8000").sync() as env:  # doctest: +SKIP
+        ...     first = env.reset(task="demo").observation.text
+        ...     result = env.step(WorldAction(text='[{"keystrokes": "ls\\n", "duration": 0.5}]'))
+    """
+
+    def _step_payload(self, action: WorldAction | Mapping[str, Any]) -> dict[str, Any]:
+        return {"text": action.text} if isinstance(action, WorldAction) else dict(action)
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[WorldObservation]:
+        obs = WorldObservation(**payload.get("observation", {}), reward=payload.get("reward"),
+                               done=payload.get("done", False))
+        return StepResult(observation=obs, reward=payload.get("reward"), done=payload.get("done", False))
+
+    def _parse_state(self, payload: dict[str, Any]) -> WorldState:
+        return WorldState(**payload)
