@@ -1,0 +1,87 @@
+"""lwm rollout and lwm wm2real: scripted and LLM policies against real and simulated backends."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import needs_sandbox
+from lwm.cli import app
+from lwm.errors import RunMismatchError
+from lwm.eval.wm2real import wm2real
+from lwm.schema import read_trajectories
+from lwm.sim.rollout import RolloutConfig, rollout
+from servers import vllm_style_server
+
+runner = CliRunner()
+
+
+@needs_sandbox
+def test_scripted_policy_on_the_real_backend_resumes(tmp_path):
+    config = RolloutConfig(out=tmp_path, backend="real", episodes=3, concurrency=2)
+    res = rollout(config, show_progress=False)
+    assert (res.episodes, res.played, res.failed) == (3, 3, {})
+    trajs = list(read_trajectories(res.path))
+    assert [t.id for t in trajs] == ["terminal/files-project-skeleton/ep0", "terminal/files-backup-and-archive/ep1",
+                                     "terminal/files-find-python/ep2"]
+    assert [t.reward for t in trajs] == [1.0, 1.0, None]  # the real verifiers; the third task has none
+    assert all(turn.provenance.kind == "real" for t in trajs for turn in t.turns)
+    assert trajs[0].metadata["task_spec"]["check"]["expect"] == "3"
+    again = rollout(config, show_progress=False)
+    assert (again.played, again.episodes) == (0, 3)
+    with pytest.raises(RunMismatchError, match="backend"):
+        rollout(RolloutConfig(out=tmp_path, backend="sim", episodes=3), show_progress=False)
+
+
+@needs_sandbox
+def test_simulated_rollout_then_wm2real(tmp_path):
+    with vllm_style_server() as (base_url, log):
+        config = RolloutConfig(out=tmp_path / "r", backend="sim", episodes=2, world_model="served", base_url=base_url,
+                               max_turns=2, controls=("empty",))
+        res = rollout(config, show_progress=False)
+    assert res.failed == {} and res.episodes == 2
+    trajs = list(read_trajectories(res.path))
+    assert all(len(t.turns) == 2 and t.turns[0].observation == "hi" for t in trajs)
+    assert trajs[0].turns[0].provenance.kind == "simulated" and trajs[0].turns[0].provenance.controls == ["empty"]
+    assert "Results are empty" in log[0]["messages"][0]["content"]
+    # The stand-in server never answers with a verdict: the reward is unknown, and said so.
+    assert trajs[0].reward is None and "no JSON verdict" in trajs[0].metadata["reward_error"]
+
+    report = wm2real(res.path, tmp_path / "w", show_progress=False)
+    s = report.summary
+    assert (s["trajectories"], s["steps"], s["exact"]) == (2, 4, 0.0)  # "hi" is not what bash prints
+    assert set(s["by_depth"]) == {1, 2} and s["with_both_rewards"] == 0 and s["failed"] == {}
+    assert "Divergence by depth" in (tmp_path / "w" / "report.md").read_text()
+    again = wm2real(res.path, tmp_path / "w", show_progress=False)  # resumes: nothing replayed twice
+    assert again.summary["steps"] == 4
+
+
+def test_rollout_on_a_local_ray_instance(tmp_path):
+    ray = pytest.importorskip("ray")
+    try:
+        with vllm_style_server() as (base_url, _):
+            config = RolloutConfig(out=tmp_path, backend="sim", episodes=2, world_model="served", base_url=base_url,
+                                   max_turns=1, concurrency=2, ray=True)
+            res = rollout(config, show_progress=False)
+    finally:
+        ray.shutdown()
+    assert res.failed == {} and res.episodes == 2
+    assert [t.turns[0].observation for t in read_trajectories(res.path)] == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--backend", "dream"], "--backend must be one of"),
+    (["--backend", "replay"], "needs --cache"),
+    (["--control", "explode"], "unknown control kind"),
+    (["--domain", "nowhere", "--backend", "real"], "no bundled suite"),
+])
+def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
+    result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_wm2real_names_a_malformed_line(tmp_path):
+    bad = tmp_path / "t.jsonl"
+    bad.write_text(json.dumps({"id": "x"}) + "\n")
+    result = runner.invoke(app, ["wm2real", str(bad), "--out", str(tmp_path / "w"), "--no-progress"])
+    assert result.exit_code == 2 and "t.jsonl:1" in result.output
