@@ -19,7 +19,8 @@ Example:
     >>> env = gym.make("lwm.sim.gym:lwm/Terminal-v0", model=load_model("embedded"),
     ...                tasks=[Task("demo", instruction="create a.txt")])  # doctest: +SKIP
     >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
-    >>> obs, reward, terminated, truncated, info = env.step('[{"keystrokes": "ls\\n", "duration": 0.5}]')  # doctest: +SKIP
+    >>> action = '[{"keystrokes": "ls\\n", "duration": 0.5}]'
+    >>> obs, reward, terminated, truncated, info = env.step(action)  # doctest: +SKIP
 
 ``gym.make("lwm.sim.gym:lwm/World-v0", …)`` imports this module first; after
 ``import lwm.sim.gym`` plain ``gym.make("lwm/World-v0", …)`` works. Episodes are cut by

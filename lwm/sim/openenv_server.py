@@ -58,10 +58,10 @@ from openenv.core.env_client import EnvClient  # noqa: E402
 from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # noqa: E402
 
-from lwm.envs.base import Task
-from lwm.models.base import ChatModel
-from lwm.sim.adapter import Episode, check_arguments, coerce_task, resolve_model
-from lwm.sim.cache import ReplayCache
+from lwm.envs.base import Task  # noqa: E402
+from lwm.models.base import ChatModel  # noqa: E402
+from lwm.sim.adapter import Episode, check_arguments, coerce_task, resolve_model  # noqa: E402
+from lwm.sim.cache import ReplayCache  # noqa: E402
 
 
 class WorldAction(Action):

@@ -176,9 +176,7 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
 
         previous = json.loads(run_file.read_text())
         if previous != settings:
-            changed = sorted(k for k in settings if previous.get(k) != settings[k])
-            raise RunMismatchError(f"{out} holds a rollout with other settings ({', '.join(changed)}); "
-                                   "use another --out")
+            raise RunMismatchError(out, {k: (previous.get(k), v) for k, v in settings.items() if previous.get(k) != v})
     else:
         write_atomic(run_file, dumps(settings) + "\n")
     jobs = _jobs(config)
