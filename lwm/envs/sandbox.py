@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,29 @@ def _memory_cgroup(uid: int, limit: int) -> Path | None:
             pass
         return None
     return group
+
+
+def _remove_cgroup(group: Path, timeout: float = 5.0) -> None:
+    """Kill whatever is left in the sandbox's cgroup and remove it. Processes of a pid
+    namespace die asynchronously after its init; the cgroup holds every one of them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pids = (group / "cgroup.procs").read_text().split()
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            if time.monotonic() > deadline:  # pragma: no cover - a process stuck in the kernel
+                return
+            time.sleep(0.02)
 
 
 def _inside_private_dirs(path: str) -> bool:
@@ -264,6 +288,7 @@ class Sandbox:
         # Read-only binds go in as descriptors the host opened: the sandbox's uid need not
         # be able to reach the host path (e.g. under a 0700 home), only to read the files.
         bind_fds = [os.open(host, os.O_PATH) for host in self.ro_binds]
+        extra_fds = tuple(popen_kwargs.pop("pass_fds", ()))  # a caller's own (e.g. a browser's pipe)
         at = prefix.index("--remount-ro", prefix.index("/run/lwm"))
         for fd, inside in zip(bind_fds, self.ro_binds.values()):
             prefix[at:at] = ["--ro-bind-fd", str(fd), inside]
@@ -276,7 +301,7 @@ class Sandbox:
                 process_group=0,
                 env=self._host_env(),
                 cwd=self.host_dir,
-                pass_fds=(info_w, *bind_fds),
+                pass_fds=(info_w, *bind_fds, *extra_fds),
                 **popen_kwargs,
             )
         finally:
@@ -361,10 +386,7 @@ class Sandbox:
                 pass
         shutil.rmtree(self.host_dir, ignore_errors=True)
         if self.cgroup is not None:
-            try:
-                self.cgroup.rmdir()
-            except OSError:  # pragma: no cover - a process still exiting; the kernel frees it
-                pass
+            _remove_cgroup(self.cgroup)
 
     def __enter__(self) -> "Sandbox":
         return self
