@@ -1,7 +1,7 @@
 """lwm: Language World Models.
 
 Collect real transitions in sandboxed environments, predict them with a world model,
-score the predictions. Heavy parts (llama.cpp, the environments) load on first use.
+score the predictions, and use the world model as an environment. Heavy parts (llama.cpp, the environments) load on first use.
 
 Example:
     >>> from lwm import parse_output
@@ -25,13 +25,17 @@ _EXPORTS = {
     "parse_output": "lwm.parse", "observation_text": "lwm.parse",
     "fidelity": "lwm.eval.metrics", "volatile_spans": "lwm.data.volatility",
     # environments
-    "Task": "lwm.envs.base", "StepResult": "lwm.envs.base", "make_real_env": "lwm.envs",
+    "Task": "lwm.envs.base", "Check": "lwm.envs.base", "StepResult": "lwm.envs.base", "make_real_env": "lwm.envs",
     "Sandbox": "lwm.envs.sandbox", "SandboxLimits": "lwm.envs.sandbox", "TerminalEnv": "lwm.envs.terminal",
     # models
     "load_model": "lwm.models", "SamplingParams": "lwm.models.base", "ChatModel": "lwm.models.base",
     # pipelines
     "collect": "lwm.data.collect", "CollectConfig": "lwm.data.collect",
     "evaluate": "lwm.eval.runner", "EvalConfig": "lwm.eval.runner", "load_rows": "lwm.eval.runner",
+    "import_logs": "lwm.data.importers",
+    # the world model as an environment
+    "make_env": "lwm.sim", "SimEnv": "lwm.sim", "Control": "lwm.sim", "ReplayCache": "lwm.sim",
+    "rollout": "lwm.sim.rollout", "RolloutConfig": "lwm.sim.rollout", "wm2real": "lwm.eval.wm2real",
 }
 __all__ = sorted(_EXPORTS)
 
