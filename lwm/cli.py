@@ -279,6 +279,47 @@ def wm2real(
                       f"(see {out}/summary.json)")
 
 
+serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.command("env")
+def serve_env(
+    domain: str = typer.Option("terminal", help="Domain of the environment."),
+    backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="Port."),
+    model: str = typer.Option("embedded", help="World model (sim, hybrid): 'embedded' or the name served at "
+                              "--base-url."),
+    base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
+    api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
+    cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
+    max_sessions: int = typer.Option(64, min=1, help="Concurrent sessions at most."),
+    max_turns: int = typer.Option(50, min=1, help="Turns per simulated episode at most."),
+    suite: bool = typer.Option(True, help="Offer the domain's bundled suite as the tasks reset() picks from."),
+) -> None:
+    """Serve an environment (any domain, any backend) as an OpenEnv server: sessions over
+    the WebSocket /ws, each with its own isolated environment."""
+    from lwm.models import load_model
+    from lwm.sim.backends import BACKENDS
+    from lwm.sim.openenv_server import serve_env as run_server
+    from lwm.suites import load_suite
+
+    if backend not in BACKENDS:
+        _fail(ValueError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}"))
+    if backend in ("replay", "hybrid") and cache is None:
+        _fail(ValueError(f"--backend {backend} needs --cache"))
+    try:
+        tasks = [e.task for e in load_suite(domain)] if suite else []
+        wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
+        extra = {"max_turns": max_turns} if backend == "sim" else {}
+        run_server(domain, backend, host, port, model=wm, cache=str(cache) if cache else None,
+                   max_sessions=max_sessions, tasks=tasks, **extra)
+    except (LwmError, KeyError, ValueError, OSError) as e:
+        _fail(e)
+
+
+@serve_app.command("model")
 @app.command("serve-model")
 def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
