@@ -128,8 +128,9 @@ def eval_(
     seed: int = typer.Option(0, help="Sampling seed."),
     extra_body: Optional[str] = typer.Option(None, help="JSON passed through in each request body, e.g. "
                                              "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}'."),
-    max_prompt_tokens: int = typer.Option(2048, min=64, help="History window budget; oldest turns dropped first."),
-    context_window: Optional[int] = typer.Option(None, min=256, help="Model context length (embedded default 4096)."),
+    max_prompt_tokens: int = typer.Option(2048, min=64, help="Tokens for the history window and the current turn (the system prompt is extra); "
+                                   "oldest turns dropped first."),
+    context_window: Optional[int] = typer.Option(None, min=256, help="Model context length (embedded default 8192, the model's training context)."),
     timeout: float = typer.Option(600.0, min=0.001, help="Seconds per request."),
     judge_model: Optional[str] = typer.Option(None, help="Judge model name (enables judging)."),
     judge_base_url: Optional[str] = typer.Option(None, help="Judge endpoint (default: --base-url)."),
@@ -279,6 +280,10 @@ def wm2real(
                       f"(see {out}/summary.json)")
 
 
+from lwm.data.commands import data_app  # noqa: E402  (sub-apps after the top-level commands)
+
+app.add_typer(data_app, name="data")
+
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 
@@ -326,7 +331,7 @@ def serve_model(
     port: int = typer.Option(8000, help="Port."),
     model_path: Optional[Path] = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
     name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name)."),
-    n_ctx: int = typer.Option(4096, help="Context window in tokens."),
+    n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
     prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
 ) -> None:

@@ -24,8 +24,10 @@ def build_messages(
     Args:
         row: the row.
         count_tokens: the model's token counter (needed with ``max_prompt_tokens``).
-        max_prompt_tokens: budget for all messages; the oldest history turns are dropped
-            until the messages fit (the system prompt and current turn always stay).
+        max_prompt_tokens: budget for the history and the current turn; the oldest history
+            turns are dropped until they fit. The system prompt is sent whole and not
+            counted (it can be long: tool definitions), so a domain with a long system
+            prompt keeps a history window as long as any other's.
 
     Returns:
         ``(messages, dropped)``: the messages and the 1-based numbers of the history
@@ -38,7 +40,7 @@ def build_messages(
     dropped: list[int] = []
     if max_prompt_tokens is not None and count_tokens is not None:
         cost = lambda text: count_tokens(text) + _PER_MESSAGE  # noqa: E731
-        fixed = sum(cost(m["content"]) for m in head) + cost(current)
+        fixed = cost(current)
         pair_costs = [cost(p) + cost(r) for p, r in history]
         total = fixed + sum(pair_costs)
         while history and total > max_prompt_tokens:

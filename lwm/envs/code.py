@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.domains import code as code_domain
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.envs.controller import Controller
+from lwm.envs.base import StepResult, Task
+from lwm.envs.controller import ControlledEnvironment, Controller
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import EnvironmentClosedError, SandboxError
 
@@ -40,7 +40,7 @@ class CodeSnapshot:
     files: tuple[tuple[str, str, bytes | str], ...]
 
 
-class CodeEnv(EnvironmentBase):
+class CodeEnv(ControlledEnvironment):
     """A persistent Python interpreter in the sandbox.
 
     Args:
@@ -128,14 +128,6 @@ class CodeEnv(EnvironmentBase):
         reply = self._run(code_domain.parse_action(action))
         out = reply.get("stdout") or ""
         return out + (reply["error"] if reply.get("error") else "")
-
-    def close(self) -> None:
-        """Kill the interpreter and everything it started; delete the sandbox. Safe to call twice."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._control is not None:
-            self._control.close()
-        self._sandbox = self._control = None
 
     # -- snapshot ------------------------------------------------------------------------
     def snapshot(self) -> CodeSnapshot:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from lwm.envs.base import EnvironmentBase
 from lwm.envs.sandbox import Sandbox
 from lwm.errors import EnvironmentClosedError, SandboxError
 
@@ -98,3 +99,19 @@ class Controller:
                 if pipe is not None:
                     pipe.close()
         self.proc = None
+
+
+class ControlledEnvironment(EnvironmentBase):
+    """An environment whose programs live in one sandbox behind one :class:`Controller`
+    (``self._sandbox``, ``self._control``, both ``None`` between episodes)."""
+
+    _sandbox: Sandbox | None = None
+    _control: Controller | None = None
+
+    def close(self) -> None:
+        """Kill everything in the sandbox and delete it. Safe to call twice."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+        if self._control is not None:
+            self._control.close()
+        self._sandbox = self._control = None

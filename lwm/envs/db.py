@@ -28,8 +28,8 @@ from pathlib import Path
 
 from lwm.domains import db as domain
 from lwm.envs.assets import AssetMissingError, lwm_home, system_tool
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.envs.controller import Controller
+from lwm.envs.base import StepResult, Task
+from lwm.envs.controller import ControlledEnvironment, Controller
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
 
@@ -103,7 +103,7 @@ def postgres_template(limits: SandboxLimits | None = None) -> Path:
     return final
 
 
-class DbEnv(EnvironmentBase):
+class DbEnv(ControlledEnvironment):
     """A real database environment (SQLite or PostgreSQL) behind its command-line client.
 
     Args:
@@ -263,14 +263,6 @@ class DbEnv(EnvironmentBase):
         if not isinstance(snapshot, dict) or snapshot.get("sandbox") != id(self._sandbox):
             raise ValueError("this snapshot was not taken in the current episode")
         self._ok(self._request({"op": "restore", "id": int(snapshot["id"])}, 90), "restore failed")
-
-    def close(self) -> None:
-        """Stop the client and server, delete the sandbox. Safe to call twice."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._control is not None:
-            self._control.close()
-        self._sandbox = self._control = None
 
     # -- controller ----------------------------------------------------------------------
     def _request(self, obj: dict, timeout: float) -> dict:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.domains import search as sd
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.envs.controller import Controller
+from lwm.envs.base import StepResult, Task
+from lwm.envs.controller import ControlledEnvironment, Controller
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.envs.search_index import index_path
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
@@ -30,7 +30,7 @@ _INDEX_INSIDE = "/opt/search/index.sqlite"
 _EPISODES = itertools.count(1)
 
 
-class SearchEnv(EnvironmentBase):
+class SearchEnv(ControlledEnvironment):
     """A real search environment.
 
     Args:
@@ -126,14 +126,6 @@ class SearchEnv(EnvironmentBase):
                                "max_chars": self.max_page_chars})
             obs = sd.format_page(reply.get("page"), call.url)
         return StepResult(obs, info={"seconds": round(time.monotonic() - t0, 3), "tool": call.name})
-
-    def close(self) -> None:
-        """Stop the engine and delete the sandbox. Safe to call twice."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._control is not None:
-            self._control.close()
-        self._sandbox = self._control = None
 
     # -- state -------------------------------------------------------------------------
     def snapshot(self) -> Any:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from lwm.domains import swe as domain
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.envs.controller import Controller
+from lwm.envs.base import StepResult, Task
+from lwm.envs.controller import ControlledEnvironment, Controller
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
 
@@ -53,7 +53,7 @@ class SweSnapshot:
     cwd: str
 
 
-class SweEnv(EnvironmentBase):
+class SweEnv(ControlledEnvironment):
     """A sandboxed git repository with a coding agent's tools.
 
     Args:
@@ -176,14 +176,6 @@ class SweEnv(EnvironmentBase):
                            "cwd": snapshot.cwd}, 30)
         if not r.get("ok"):
             raise SandboxError(f"restore failed: {r.get('error')}")
-
-    def close(self) -> None:
-        """Kill everything in the sandbox and delete it. Safe to call twice."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._control is not None:
-            self._control.close()
-        self._sandbox = self._control = None
 
     def _request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
         if self._control is None:

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from lwm.domains import terminal as domain
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.envs.controller import Controller
+from lwm.envs.base import StepResult, Task
+from lwm.envs.controller import ControlledEnvironment, Controller
 from lwm.envs.sandbox import DEFAULT_ENV, Sandbox, SandboxLimits
 from lwm.errors import EnvironmentClosedError, SandboxError
 
@@ -37,7 +37,7 @@ _PANE = "main:0.0"  # the episode's pane, even if the agent opens other windows
 _CONTROLLER = Path(__file__).with_name("tmux_controller.py")
 
 
-class TerminalEnv(EnvironmentBase):
+class TerminalEnv(ControlledEnvironment):
     """A real terminal environment.
 
     Args:
@@ -138,14 +138,6 @@ class TerminalEnv(EnvironmentBase):
         if dead:
             info["shell_exited"] = True
         return StepResult(screen, done=dead, info=info)
-
-    def close(self) -> None:
-        """Kill the shell and everything it started; delete the sandbox. Safe to call twice."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._control is not None:
-            self._control.close()
-        self._sandbox = self._control = None
 
     def probe(self, action: str) -> str:
         """Run a verifier's shell command beside the agent's shell (same files, same

@@ -64,4 +64,4 @@ def load_model(
     from lwm.models.embedded import LlamaCppChatModel
 
     path = None if model == "embedded" else model
-    return LlamaCppChatModel(path, n_ctx=context_window or 4096)
+    return LlamaCppChatModel(path, n_ctx=context_window or 8192)

@@ -63,7 +63,7 @@ class LlamaCppChatModel:
         self,
         model_path: str | Path | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         lora_path: str | Path | None = None,
         name: str | None = None,

@@ -33,7 +33,7 @@ def _bounded_ram_cache(capacity_bytes: int):
     return BoundedRAMCache(capacity_bytes=capacity_bytes)
 
 
-def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 4096,
+def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
                threads: int | None = None, prompt_cache_bytes: int = 1 << 30):
     """The ASGI app serving one GGUF model under ``name``.
 
