@@ -131,7 +131,8 @@ def test_trl_factory_makes_fresh_independent_instances():
     assert list(tools) == ["run_keystrokes"]  # one tool; close, act … are not tools
     assert "keystrokes" in inspect.getdoc(tools["run_keystrokes"]) and "Args:" in tools["run_keystrokes"].__doc__
     prompt = [{"role": "user", "content": "Solve the task."}]
-    assert a.reset(prompt=prompt, task="alpha") == "\n\nTask: create alpha.txt"
+    # alpha has no initial observation: the world model writes one
+    assert a.reset(prompt=prompt, task="alpha") == "\n\nTask: create alpha.txt\n\nInitial observation:\nobs of ### Start of the episode"
     assert b.reset(prompt=prompt, task="gamma") == \
         "\n\nTask: create gamma.txt\n\nInitial observation:\nroot@sandbox:/app# "
     assert a.run_keystrokes(keys("touch alpha.txt\n")) == "obs of ### Turn 1"
@@ -152,8 +153,8 @@ def test_trl_reset_and_step_semantics():
         other.reset(**row)
         assert other.episode.task.name == first_task
     # The instruction already in the prompt is not repeated; an `instruction` column makes a task.
-    assert env.reset(prompt=[{"role": "user", "content": "create alpha.txt"}], task="alpha") is None
-    assert env.reset(prompt="p", instruction="list files") == "\n\nTask: list files"
+    assert env.reset(prompt=[{"role": "user", "content": "create alpha.txt"}], task="alpha") == "\n\nInitial observation:\nobs of ### Start of the episode"
+    assert env.reset(prompt="p", instruction="list files") == "\n\nTask: list files\n\nInitial observation:\nobs of ### Start of the episode"
     assert env.episode.task.instruction == "list files"
     # Ending the episode sets the reward; further calls raise (TRL feeds the error back).
     env.reset(prompt="p", task="beta")

@@ -1,10 +1,9 @@
 """The simulator: SimEnv, reward judge, controls, replay cache and the four backends."""
 
-import json
 
 import pytest
-
 from conftest import needs_sandbox
+
 from lwm.envs.base import Check, Task
 from lwm.errors import EnvironmentClosedError
 from lwm.models.base import FunctionChatModel
@@ -175,3 +174,13 @@ def test_real_then_replay_then_hybrid(tmp_path):
     r = sim_only.step(keys("whoami\n"))
     assert r.info["route"] == "sim" and r.observation == "obs of ### Turn 2"
     assert [t.provenance.kind for t in sim_only.trajectory.turns] == ["replayed", "simulated"]
+
+
+def test_initial_observation_is_generated_when_the_task_has_none():
+    seen = []
+    env = SimEnv("terminal", echo_model(seen), system_prompt=PROMPT, judge_rewards=False)
+    first = env.reset(Task("t", instruction="list the files"))
+    assert first == "obs of ### Start of the episode" and env.trajectory.metadata["initial_observation"] == "generated"
+    assert "list the files" in seen[0][1]["content"]
+    given = env.reset(Task("t", options={"initial_observation": "root@sandbox:/app#"}))
+    assert given == "root@sandbox:/app#" and len(seen) == 1  # no model call

@@ -107,19 +107,42 @@ class SimEnv:
         return default_system_prompt(self.domain)
 
     def reset(self, task: Task | None = None, initial_observation: str | None = None) -> str:
+        """Start an episode (blocking; see :meth:`areset`)."""
+        return run_sync(self.areset(task, initial_observation))
+
+    async def areset(self, task: Task | None = None, initial_observation: str | None = None) -> str:
         """Start an episode; return the initial observation: ``initial_observation``, else
-        the task's ``options["initial_observation"]``, else empty."""
+        the task's ``options["initial_observation"]``, else one the world model writes from
+        the system prompt and the task's description (``info`` of the first step does not
+        include it; the trajectory's ``metadata["initial_observation"]`` says ``generated``).
+
+        Raises:
+            whatever the model raises while generating the initial observation.
+        """
         task = task or Task("simulated")
-        first = initial_observation if initial_observation is not None else str(
-            task.options.get("initial_observation", ""))
+        first = initial_observation if initial_observation is not None else task.options.get("initial_observation")
+        system_prompt = apply_controls(self._base_prompt(task), self.controls)
+        origin = "given"
+        if first is None:
+            first, origin = await self._generate_initial(system_prompt, task), "generated"
         self.task = task
         self.trajectory = Trajectory(
             id=f"{self.domain}/{task.name}/sim", domain=self.domain, task=task.instruction,
-            system_prompt=apply_controls(self._base_prompt(task), self.controls), initial_observation=first,
+            system_prompt=system_prompt, initial_observation=str(first),
             metadata={"episode": task.name, "family": task.family or task.name, "backend": "sim",
-                      "controls": [c.label() for c in self.controls]},
+                      "controls": [c.label() for c in self.controls], "initial_observation": origin},
         )
-        return first
+        return str(first)
+
+    async def _generate_initial(self, system_prompt: str, task: Task) -> str:
+        what = f"The agent's task: {task.instruction}\n\n" if task.instruction else ""
+        messages = [{"role": "system", "content": system_prompt},
+                    {"role": "user", "content": f"### Start of the episode\n\n{what}Before any action, what does the "
+                                                "agent observe? Write the environment's initial observation inside "
+                                                "<predicted_observation></predicted_observation>."}]
+        gen = await self.model.generate(messages, self.sampling)
+        stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
+        return parse_output(gen.text, gen.reasoning, stopped_at=stopped).observation
 
     def step(self, action: str) -> StepResult:
         """Predict the next observation (blocking; see :meth:`astep`)."""
