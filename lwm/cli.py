@@ -253,6 +253,8 @@ def rollout(
                   f"(mean reward {reward})")
     if res.failed:
         console.print(f"[yellow]{len(res.failed)} episodes failed[/yellow] (see {out}/manifest.json)")
+        if res.episodes == 0:
+            raise typer.Exit(1)
 
 
 @app.command()
@@ -278,6 +280,8 @@ def wm2real(
     if res.summary["failed"]:
         console.print(f"[yellow]{len(res.summary['failed'])} trajectories could not be replayed[/yellow] "
                       f"(see {out}/summary.json)")
+        if res.summary["trajectories"] == 0:
+            raise typer.Exit(1)
 
 
 from lwm.data.commands import data_app  # noqa: E402  (sub-apps after the top-level commands)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lwm.errors import RowFormatError
+
+#: Largest JSONL file read (it is read whole, to split on "\n" only).
+MAX_FILE_BYTES = 4 << 30
 
 
 def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterator[tuple[int, dict]]:
@@ -30,6 +34,11 @@ def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterat
     """
     path = Path(path)
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a device or a FIFO would never end
+            raise RowFormatError(path, 0, "not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise RowFormatError(path, 0, f"larger than {MAX_FILE_BYTES >> 30} GiB; split it")
         data = path.read_bytes()
     except OSError as e:
         raise RowFormatError(path, 0, f"cannot read: {e.strerror or e}") from None

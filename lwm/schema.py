@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lwm.errors import RowFormatError
 from lwm.jsonl import iter_jsonl, write_jsonl
@@ -147,6 +147,17 @@ class BenchRow(BaseModel):
     response: list[str]
     current_prompt: str = ""
     volatile_spans: list[tuple[int, int]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _spans_inside_the_observation(self) -> BenchRow:
+        if self.volatile_spans and self.turn_idx <= len(self.response):
+            from lwm.parse import observation_text
+
+            n = len(observation_text(self.ground_truth))
+            for s, e in self.volatile_spans:
+                if not 0 <= s < e <= n:
+                    raise ValueError(f"volatile span [{s}, {e}) is not inside the observation (0..{n})")
+        return self
 
     @property
     def domain(self) -> str:

@@ -279,3 +279,20 @@ def test_parse_action_and_canonical():
     assert os_domain.canonical("a  \nb\t\n\n") == "a\nb\t" and android.canonical("\na\nb  \n") == "a\nb"
     from lwm.domains import comparator
     assert comparator("os") is os_domain.canonical and comparator("android") is android.canonical
+
+
+def test_side_files_outside_the_episode_and_links_are_refused(tmp_path):
+    canary = tmp_path / "secret.txt"
+    canary.write_text("host secret")
+    ep = tmp_path / "logs" / "ep1"
+    ep.mkdir(parents=True)
+    (ep / "traj.jsonl").write_text(json.dumps({"step_num": 1, "action": "pyautogui.click(1, 2)",
+                                               "a11y_tree_file": str(canary)}) + "\n")
+    res = import_logs("os", tmp_path / "logs", tmp_path / "out")
+    assert res.trajectories == 0 and "outside the episode directory" in res.skipped[0]["reason"]
+    (ep / "result.txt").symlink_to("/dev/zero")
+    (ep / "traj.jsonl").write_text(json.dumps({"step_num": 1, "action": "pyautogui.click(1, 2)",
+                                               "a11y_tree": "tag\tname"}) + "\n")
+    res = import_logs("os", tmp_path / "logs", tmp_path / "out2")
+    assert res.trajectories == 0 and "result.txt" in res.skipped[0]["file"]
+    assert "host secret" not in (tmp_path / "out").joinpath("manifest.json").read_text()

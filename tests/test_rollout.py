@@ -3,15 +3,15 @@
 import json
 
 import pytest
+from conftest import needs_sandbox
+from servers import vllm_style_server
 from typer.testing import CliRunner
 
-from conftest import needs_sandbox
 from lwm.cli import app
 from lwm.errors import RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
 from lwm.sim.rollout import RolloutConfig, rollout
-from servers import vllm_style_server
 
 runner = CliRunner()
 

@@ -199,3 +199,16 @@ def test_total_memory_is_capped_by_a_cgroup():
         assert int((group / "memory.max_usage_in_bytes").read_text()) <= 300 << 20
     assert r.stdout == "done\n" and r.stderr.count("Killed") == 1  # one of the two hogs was OOM-killed
     assert not group.exists()
+
+
+@pytest.mark.parametrize("files,message", [
+    ({"/app/a": 123}, "must be text"),
+    ({"/app/big": "x", "/app/big/z": "y"}, "directory of another"),
+    ({"/app/" + "n" * 300: "x"}, "cannot create the seed files"),
+    ({"/app/huge": "x" * (2 << 20)}, "exceed the sandbox's disk"),
+])
+def test_bad_seed_files_are_refused_and_leave_nothing(files, message):
+    before = set(Path(tempfile.gettempdir()).glob("lwm-sandbox-*"))
+    with pytest.raises(SandboxError, match=message):
+        Sandbox(files=files, limits=SandboxLimits(disk_bytes=1 << 20))
+    assert set(Path(tempfile.gettempdir()).glob("lwm-sandbox-*")) <= before

@@ -96,3 +96,22 @@ def test_trajectories_round_trip_and_transitions(tmp_path):
 def test_provenance_rejects_unknown_kind():
     with pytest.raises(ValueError):
         Provenance(kind="guessed")
+
+
+def test_fifos_devices_and_out_of_range_spans_are_refused(tmp_path):
+    import os
+
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(RowFormatError, match="not a regular file"):
+        list(read_rows(fifo))
+    link = tmp_path / "zero.jsonl"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(RowFormatError, match="not a regular file"):
+        list(read_rows(link))
+    row = {"task": "terminal", "id": 1, "turn_idx": 1, "total_turns": 1, "prompt": ["p"],
+           "response": ["**Environment Observation:**\n```\nhello\n```"], "volatile_spans": [[-1, 10**12]]}
+    bad = tmp_path / "terminal_test.jsonl"
+    bad.write_text(json.dumps(row) + "\n")
+    with pytest.raises(RowFormatError, match=r"terminal_test.jsonl:1.*not inside the observation"):
+        list(read_rows(bad))

@@ -182,3 +182,18 @@ def test_random_policy_is_seeded():
     assert random_episodes(3, 4) == random_episodes(3, 4)
     assert random_episodes(3, 4) != random_episodes(4, 4)
     assert all(4 <= len(e.actions) <= 7 for e in random_episodes(0, 20))
+
+
+def test_a_bad_snapshot_changes_nothing(env):
+    env.step(keys("echo kept > a.txt\n"))
+    with pytest.raises(SandboxError, match="restore failed"):
+        env.restore(b"not a tar archive")
+    assert env.step(keys("cat a.txt\n")).observation.split("\n")[-2] == "kept"
+
+
+def test_a_failed_answer_leaves_the_terminal_unusable_not_out_of_step(env):
+    env._control.max_reply_bytes = 64  # any screen is larger: the read fails half-way
+    with pytest.raises(SandboxError, match="exceeded"):
+        env.step(keys("echo hi\n"))
+    with pytest.raises(SandboxError, match="unusable after an earlier failure"):
+        env.step(keys("echo again\n"))

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -225,6 +227,27 @@ def _discover(fmt: str, src: Path) -> list[Path]:
     return files
 
 
+#: Largest log or side file read (logs come from elsewhere: a file may be anything).
+MAX_LOG_BYTES = 256 << 20
+
+
+def _read_file(f: Path, directory: Path | None = None) -> bytes:
+    """The bytes of a log or side file: a regular file (not a link, a device or a FIFO)
+    of at most :data:`MAX_LOG_BYTES`, inside ``directory`` when one is given.
+
+    Raises:
+        OSError: any of these is not the case (the message says which).
+    """
+    if directory is not None and not _inside(f, directory):
+        raise OSError(f"{f.name!r} is outside the episode directory")
+    st = os.lstat(f)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise OSError("not a regular file (links and special files are refused)")
+    if st.st_size > MAX_LOG_BYTES:
+        raise OSError(f"larger than {MAX_LOG_BYTES >> 20} MB")
+    return f.read_bytes()
+
+
 def _inside(path: Path, directory: Path) -> bool:
     try:
         path.resolve().relative_to(directory.resolve())
@@ -250,7 +273,7 @@ def _json_object(text: str) -> dict | None:
 def _read_lines(path: Path) -> list[tuple[int, dict | RowFormatError]]:
     """Every non-blank line as ``(line_no, object)``, or the line's error (not raised)."""
     try:
-        data = path.read_bytes()
+        data = _read_file(path)
     except OSError as e:
         return [(0, RowFormatError(path, 0, f"cannot read: {e.strerror or e}"))]
     out: list[tuple[int, dict | RowFormatError]] = []
@@ -310,8 +333,12 @@ def _os_from_traj(ctx: _Ctx, path: Path, name: str, lines: list) -> Trajectory:
     initial = ""
     for stem_ext in ("initial_a11y_tree.txt", "initial_a11y_tree.xml"):
         f = path.parent / stem_ext
-        if f.is_file():
-            initial = _os_tree_text(f.read_text(encoding="utf-8"), path, 0, f"file {f.name}")
+        if f.is_file() or f.is_symlink():
+            try:
+                text = _read_file(f, path.parent).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise RowFormatError(path, 0, f"cannot read {f.name}: {getattr(e, 'strerror', None) or e}") from None
+            initial = _os_tree_text(text, path, 0, f"file {f.name}")
             break
     reward, result_raw = _os_result(path.parent)
     meta = {"format": FORMAT_LABELS["os"], "file": ctx.rel(path), "episode": name}
@@ -401,7 +428,7 @@ def _os_observation(rec: dict, path: Path, line: int, where: str) -> str:
                 raise RowFormatError(path, line, f"{where}: '{key}' must be a file name")
             f = path.parent / name
             try:
-                text = f.read_text(encoding="utf-8")
+                text = _read_file(f, path.parent).decode("utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise RowFormatError(path, line, f"{where}: cannot read {key} {name!r}: "
                                      f"{getattr(e, 'strerror', None) or e}") from None
@@ -429,9 +456,11 @@ def _os_tree_text(text: str, path: Path, line: int, where: str) -> str:
 def _os_task_from_dir(path: Path) -> str:
     for name in _OS_TASK_FILES + (f"{path.parent.name}.json",):
         f = path.parent / name
-        if f.is_file():
+        if f.is_file() or f.is_symlink():
             try:
-                obj = json.loads(f.read_text(encoding="utf-8"))
+                obj = json.loads(_read_file(f, path.parent).decode("utf-8"))
+            except OSError as e:
+                raise RowFormatError(f, 0, f"cannot read the task file: {e}") from None
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise RowFormatError(f, getattr(e, "lineno", 0), f"task file is not valid JSON ({e})") from None
             if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):
@@ -441,9 +470,12 @@ def _os_task_from_dir(path: Path) -> str:
 
 def _os_result(directory: Path) -> tuple[float | None, str | None]:
     f = directory / "result.txt"
-    if not f.is_file():
+    if not (f.is_file() or f.is_symlink()):
         return None, None
-    raw = f.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        raw = _read_file(f, directory).decode("utf-8", errors="replace").strip()
+    except OSError as e:
+        raise RowFormatError(f, 0, f"cannot read: {e}") from None
     try:
         return _reward(float(raw)), raw
     except ValueError:
@@ -470,7 +502,9 @@ def _android_episodes(ctx: _Ctx, path: Path) -> list[Episode]:
             for ln, obj in _read_lines(path)
         ]
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(_read_file(path).decode("utf-8"))
+    except OSError as e:
+        err = RowFormatError(path, 0, f"cannot read: {e}")
     except UnicodeDecodeError:
         err = RowFormatError(path, 0, "not valid UTF-8")
     except json.JSONDecodeError as e:

@@ -40,6 +40,21 @@ class CodeSnapshot:
     files: tuple[tuple[str, str, bytes | str], ...]
 
 
+def _seconds(value: object) -> float:
+    """A cell's time limit: a finite number of seconds in (0, 3600].
+
+    Raises:
+        ValueError: anything else.
+    """
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"cell_timeout must be a number of seconds, not {value!r}") from None
+    if not 0 < seconds <= 3600:
+        raise ValueError(f"cell_timeout must be in (0, 3600] seconds, not {value!r}")
+    return seconds
+
+
 class CodeEnv(ControlledEnvironment):
     """A persistent Python interpreter in the sandbox.
 
@@ -63,7 +78,7 @@ class CodeEnv(ControlledEnvironment):
 
     def __init__(self, cell_timeout: float = 10.0, grace: float = 2.0, output_limit: int = code_domain.OUTPUT_LIMIT,
                  limits: SandboxLimits | None = None) -> None:
-        self.default_timeout = cell_timeout
+        self.default_timeout = _seconds(cell_timeout)
         self.cell_timeout = cell_timeout
         self.grace = grace
         self.output_limit = output_limit
@@ -88,7 +103,7 @@ class CodeEnv(ControlledEnvironment):
         task = task or Task("empty")
         self.close()
         self.task = task
-        self.cell_timeout = float(task.options.get("cell_timeout", self.default_timeout))
+        self.cell_timeout = _seconds(task.options.get("cell_timeout", self.default_timeout))
         self._sandbox = Sandbox(limits=self.limits, files=dict(task.files))
         (self._sandbox.ctl_dir / "ctl.py").write_text(_CONTROLLER.read_text())
         # Replies carry at most four blocks, or a snapshot's files (base64).

@@ -42,27 +42,36 @@ class Controller:
                  max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.name = name
         self.max_reply_bytes = max_reply_bytes
+        self.broken: str | None = None  # why the pipe is out of step, after a failed read
         self.proc: subprocess.Popen | None = sandbox.spawn(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
-    def request(self, obj: Any, timeout: float) -> Any:
+    def request(self, obj: Any, timeout: float, max_reply_bytes: int | None = None) -> Any:
         """Send ``obj`` and return the decoded reply.
+
+        Args:
+            obj: the request (JSON-serializable).
+            timeout: seconds to wait for the answer (plus a 5-second grace).
+            max_reply_bytes: this answer's size limit (default: the controller's).
 
         Raises:
             EnvironmentClosedError: the controller was closed.
-            SandboxError: it exited, did not answer within ``timeout`` seconds (plus a
-                5-second grace for its own bookkeeping), or answered too much or not JSON.
+            SandboxError: it exited, did not answer within ``timeout`` seconds, answered
+                too much or not JSON — after which the pipe is out of step, and every
+                later request raises too (start a new episode).
         """
         if self.proc is None or self.proc.stdin is None:
             raise EnvironmentClosedError(f"{self.name} is closed")
+        if self.broken:
+            raise SandboxError(f"{self.name} is unusable after an earlier failure ({self.broken}); reset it")
         try:
             self.proc.stdin.write((json.dumps(obj) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             raise SandboxError(f"{self.name}'s controller has exited") from None
-        return self.read(time.monotonic() + timeout + 5)
+        return self.read(time.monotonic() + timeout + 5, max_reply_bytes)
 
-    def read(self, deadline: float) -> Any:
+    def read(self, deadline: float, max_reply_bytes: int | None = None) -> Any:
         """Read one reply line before ``deadline`` (a ``time.monotonic()`` value).
 
         Raises:
@@ -70,6 +79,13 @@ class Controller:
         """
         if self.proc is None or self.proc.stdout is None:
             raise EnvironmentClosedError(f"{self.name} is closed")
+        try:
+            return self._read(deadline, max_reply_bytes or self.max_reply_bytes)
+        except SandboxError as e:
+            self.broken = str(e)
+            raise
+
+    def _read(self, deadline: float, limit: int) -> Any:
         fd = self.proc.stdout.fileno()
         buf = bytearray()
         while not buf.endswith(b"\n"):
@@ -81,8 +97,8 @@ class Controller:
             if not chunk:
                 raise SandboxError(f"{self.name}'s controller has exited")
             buf += chunk
-            if len(buf) > self.max_reply_bytes:
-                raise SandboxError(f"{self.name}'s answer exceeded {self.max_reply_bytes} bytes")
+            if len(buf) > limit:
+                raise SandboxError(f"{self.name}'s answer exceeded {limit} bytes")
         try:
             return json.loads(buf)
         except ValueError:
@@ -97,7 +113,10 @@ class Controller:
         if self.proc is not None:
             for pipe in (self.proc.stdin, self.proc.stdout):
                 if pipe is not None:
-                    pipe.close()
+                    try:
+                        pipe.close()
+                    except OSError:  # the other end died with unread input: nothing to flush to
+                        pass
         self.proc = None
 
 

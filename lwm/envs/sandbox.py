@@ -176,9 +176,15 @@ class Sandbox:
                 raise SandboxError(f"read-only bind target {inside!r} must be a plain path under /opt")
             if not os.path.exists(host):
                 raise SandboxError(f"read-only bind source {host!r} does not exist")
-        for path in self.files:
+        for path, content in self.files.items():
             if not _inside_private_dirs(path):
                 raise SandboxError(f"seed file {path!r} must be a plain path under /root, /app or /tmp")
+            if not isinstance(content, str):
+                raise SandboxError(f"seed file {path!r}: content must be text, not {type(content).__name__}")
+            if any(other.startswith(path + "/") for other in self.files):
+                raise SandboxError(f"seed file {path!r} is also the directory of another seed file")
+        if sum(len(c) for c in self.files.values()) > self.limits.disk_bytes:
+            raise SandboxError(f"seed files exceed the sandbox's disk ({self.limits.disk_bytes} bytes)")
         self.uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         self.host_dir = Path(tempfile.mkdtemp(prefix="lwm-sandbox-"))
         # The control directory is the one host path the sandbox sees (read-only, at
@@ -196,10 +202,14 @@ class Sandbox:
         (self.etc_dir / "hosts").write_text(f"127.0.0.1\tlocalhost {self.hostname}\n::1\tlocalhost\n")
         (self.etc_dir / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files\n")
         seed = self.ctl_dir / "seed"
-        for path, content in self.files.items():
-            dest = seed / path.lstrip("/")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(content)
+        try:
+            for path, content in self.files.items():
+                dest = seed / path.lstrip("/")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(content)
+        except (OSError, UnicodeEncodeError) as e:  # e.g. a name too long, a lone surrogate
+            shutil.rmtree(self.host_dir, ignore_errors=True)
+            raise SandboxError(f"cannot create the seed files: {e}") from None
         os.chmod(self.host_dir, 0o711)
         for p in [self.ctl_dir, *self.ctl_dir.rglob("*")]:
             os.chown(p, self.uid, self.uid)

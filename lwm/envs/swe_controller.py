@@ -427,6 +427,9 @@ def snapshot(max_bytes):
 
 
 def restore(data, cwd):
+    # Read the whole archive before deleting anything: a bad snapshot changes nothing.
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(data)), mode="r:gz") as tar:
+        tar.getmembers()
     os.chdir("/")
     for name in os.listdir(ROOT):
         p = os.path.join(ROOT, name)

@@ -35,6 +35,7 @@ export PATH={path}
 """
 _PANE = "main:0.0"  # the episode's pane, even if the agent opens other windows
 _CONTROLLER = Path(__file__).with_name("tmux_controller.py")
+_MAX_SNAPSHOT_REPLY = 64 << 20  # base64 of a gzipped tar of the private directories
 
 
 class TerminalEnv(ControlledEnvironment):
@@ -150,7 +151,7 @@ class TerminalEnv(ControlledEnvironment):
 
     def snapshot(self) -> bytes:
         """The files of ``/app``, ``/root`` and ``/tmp`` as a gzipped tar (at most about
-        700 KB compressed). Processes, the shell's variables and its directory are not part
+        48 MB compressed). Processes, the shell's variables and its directory are not part
         of it: a terminal's running programs cannot be copied.
 
         Raises:
@@ -158,7 +159,7 @@ class TerminalEnv(ControlledEnvironment):
         """
         if self._control is None:
             raise EnvironmentClosedError("call reset() before snapshot()")
-        (code, data, err), = self._reply(self._control.request({"snapshot": True}, 30))
+        (code, data, err), = self._reply(self._control.request({"snapshot": True}, 60, _MAX_SNAPSHOT_REPLY))
         if code != 0:
             raise SandboxError(f"snapshot failed: {err}")
         return base64.b64decode(data)
@@ -215,7 +216,7 @@ class TerminalEnv(ControlledEnvironment):
         """
         if self._control is None:
             raise EnvironmentClosedError("terminal is closed")
-        results = self._reply(self._control.request({"commands": list(commands), "timeout": timeout}, timeout))
+        results = self._reply(self._control.request({"commands": list(commands), "timeout": timeout}, timeout), None)
         for code, _, err in results:
             if code != 0:
                 raise SandboxError(f"tmux failed ({code}): {str(err).strip()[:300]}")
@@ -224,8 +225,9 @@ class TerminalEnv(ControlledEnvironment):
         return [str(out) for _, out, _ in results]
 
     @staticmethod
-    def _reply(reply) -> list:
-        if not (isinstance(reply, list) and all(isinstance(r, list) and len(r) == 3 for r in reply)):
+    def _reply(reply, count: int | None = 1) -> list:
+        if not (isinstance(reply, list) and all(isinstance(r, list) and len(r) == 3 for r in reply)
+                and (count is None or len(reply) == count)):
             raise SandboxError("the terminal's controller sent a malformed answer")
         return reply
 

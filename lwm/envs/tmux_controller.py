@@ -45,9 +45,11 @@ def main():
             reply([[r.returncode, base64.b64encode(r.stdout).decode(), r.stderr.decode("utf-8", "replace")[-300:]]])
             continue
         if "restore" in request:
-            subprocess.run(["find", "/app", "/root", "/tmp", "-mindepth", "1", "-delete"], capture_output=True)
-            r = subprocess.run(["tar", "-xzf", "-", "-C", "/"], input=base64.b64decode(request["restore"]),
-                               capture_output=True)
+            data = base64.b64decode(request["restore"])
+            r = subprocess.run(["tar", "-tzf", "-"], input=data, capture_output=True)  # whole and readable?
+            if r.returncode == 0:
+                subprocess.run(["find", "/app", "/root", "/tmp", "-mindepth", "1", "-delete"], capture_output=True)
+                r = subprocess.run(["tar", "-xzf", "-", "-C", "/"], input=data, capture_output=True)
             reply([[r.returncode, "", r.stderr.decode("utf-8", "replace")[-300:]]])
             continue
         results = []

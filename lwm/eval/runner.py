@@ -27,11 +27,11 @@ from lwm import __version__
 from lwm.domains import comparator
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError
 from lwm.eval.metrics import fidelity
-from lwm.prompts import build_messages
 from lwm.jsonl import JsonlAppender, iter_jsonl, write_atomic, write_jsonl
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
 from lwm.progress import progress_bar
+from lwm.prompts import build_messages
 from lwm.schema import BenchRow, read_rows
 
 JudgeMode = Literal["score", "real", "closer"]

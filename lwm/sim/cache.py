@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lwm.errors import LwmError
+
 REAL_SOURCE = "real"
 
 
@@ -43,17 +45,23 @@ class ReplayCache:
 
     Args:
         path: the database file (created with its directory).
+
+    Raises:
+        LwmError: the file exists and is not a replay cache.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS observations (key TEXT PRIMARY KEY, observation TEXT NOT NULL, "
-                         "provenance TEXT NOT NULL, created REAL NOT NULL)")
-        self._db.commit()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS observations (key TEXT PRIMARY KEY, observation TEXT NOT NULL, "
+                             "provenance TEXT NOT NULL, created REAL NOT NULL)")
+            self._db.commit()
+        except sqlite3.DatabaseError as e:
+            raise LwmError(f"{self.path}: not a replay cache ({e})") from None
 
     def get(self, key: str) -> tuple[str, dict[str, Any]] | None:
         """``(observation, provenance)`` for ``key``, or ``None``."""

@@ -1,0 +1,241 @@
+"""Convert a PEFT LoRA adapter to a GGUF adapter that llama.cpp loads (``Llama(lora_path=…)``).
+
+Our own writer of the layout llama.cpp's ``convert_lora_to_gguf.py`` produces (that
+script needs llama.cpp's source tree and a base model config from the hub; this one
+needs neither):
+
+* metadata: ``general.architecture`` (the base model's, e.g. ``llama``),
+  ``general.type = "adapter"``, ``adapter.type = "lora"``, ``adapter.lora.alpha``;
+* per adapted weight two tensors, named after the base tensor:
+  ``blk.{N}.attn_q.weight.lora_a`` with numpy shape ``(r, in_features)`` and
+  ``blk.{N}.attn_q.weight.lora_b`` with shape ``(out_features, r)``, the PEFT
+  ``lora_A`` / ``lora_B`` matrices as they are. llama.cpp adds
+  ``alpha / r · B (A x)`` to the base projection, where r is read from the tensor shape.
+
+Llama-family GGUFs store the rows of the query and key projections in a different
+order than Hugging Face checkpoints (rotary halves interleaved per head; see
+``LlamaModel.permute`` in llama.cpp's ``convert_hf_to_gguf.py``); the same permutation
+is applied to the rows of ``lora_b`` of ``q_proj`` / ``k_proj``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lwm.errors import LwmError, ModelUnavailableError
+
+# Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
+_MODULES = {
+    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+_KEY = re.compile(r"^(?:base_model\.model\.)?model\.layers\.(\d+)\.(" + "|".join(map(re.escape, _MODULES))
+                  + r")\.lora_([AB])(?:\.default)?\.weight$")
+# Hugging Face architecture → (GGUF architecture, q/k rows permuted by the converter).
+_ARCHS = {
+    "LlamaForCausalLM": ("llama", True), "MistralForCausalLM": ("llama", True),
+    "Qwen2ForCausalLM": ("qwen2", False), "Qwen3ForCausalLM": ("qwen3", False),
+}
+_GGUF_PERMUTED = {"llama"}
+
+
+class AdapterExportError(LwmError, ValueError):
+    """The adapter cannot be expressed as a llama.cpp LoRA (the message says why)."""
+
+
+@dataclass
+class ExportResult:
+    """What ``export_lora_gguf`` wrote.
+
+    Attributes:
+        path: the GGUF file.
+        architecture: the GGUF architecture written (must equal the base model's).
+        tensors: tensors written (two per adapted weight).
+        rank: LoRA rank.
+        alpha: ``adapter.lora.alpha`` written (PEFT's alpha; scaled for rsLoRA).
+        bytes: file size.
+    """
+
+    path: Path
+    architecture: str
+    tensors: int
+    rank: int
+    alpha: float
+    bytes: int
+
+
+@dataclass
+class _Base:
+    arch: str
+    n_head: int
+    n_head_kv: int
+    permute_qk: bool
+    shapes: dict[str, tuple[int, ...]] | None  # GGUF tensor name → numpy shape (out, in), when known
+
+
+def _base_from_gguf(path: Path) -> _Base:
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+
+    def value(key: str) -> Any:
+        f = reader.get_field(key)
+        if f is None:
+            raise AdapterExportError(f"{path}: no {key} in the GGUF metadata")
+        return f.contents()
+
+    arch = value("general.architecture")
+    shapes = {t.name: tuple(int(n) for n in reversed(t.shape.tolist())) for t in reader.tensors}
+    n_head = int(value(f"{arch}.attention.head_count"))
+    kv = reader.get_field(f"{arch}.attention.head_count_kv")
+    return _Base(arch, n_head, int(kv.contents()) if kv else n_head, arch in _GGUF_PERMUTED, shapes)
+
+
+def _base_from_hf(path: Path) -> _Base:
+    cfg = json.loads((path / "config.json").read_text())
+    name = (cfg.get("architectures") or ["?"])[0]
+    if name not in _ARCHS:
+        raise AdapterExportError(f"{path}: architecture {name} is not supported by the exporter "
+                                 f"(supported: {', '.join(_ARCHS)})")
+    arch, permute = _ARCHS[name]
+    n_head = int(cfg["num_attention_heads"])
+    return _Base(arch, n_head, int(cfg.get("num_key_value_heads") or n_head), permute, None)
+
+
+def _resolve_base(adapter: Path, base: str | Path | None) -> _Base:
+    if base is None:
+        from lwm.train.sft import _adapter_base
+
+        base = _adapter_base(adapter)
+    if base == "embedded":
+        from lwm.models.embedded import embedded_gguf_path
+
+        return _base_from_gguf(embedded_gguf_path())
+    base = Path(base)
+    if base.is_file() and base.suffix == ".gguf":
+        return _base_from_gguf(base)
+    if (base / "config.json").is_file():
+        return _base_from_hf(base)
+    raise ModelUnavailableError(f"base model {base} is neither a .gguf file nor a Hugging Face folder; pass --base")
+
+
+def _permute_rows(b: Any, n_head: int) -> Any:
+    """Reorder rows (out_features) as llama.cpp's converter does for q/k weights."""
+    out, r = b.shape
+    return b.reshape(n_head, 2, out // n_head // 2, r).swapaxes(1, 2).reshape(out, r)
+
+
+def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path | None = None,
+                     dtype: str = "f16") -> ExportResult:
+    """Write a PEFT LoRA adapter folder as a GGUF LoRA adapter for llama.cpp.
+
+    Args:
+        adapter: a folder with ``adapter_config.json`` and ``adapter_model.safetensors``
+            (``out/adapter`` or ``out/checkpoint-N`` of ``lwm train sft``).
+        out: the ``.gguf`` file to write (atomically).
+        base: the base model: ``"embedded"``, a ``.gguf`` file (its tensor shapes are then
+            checked) or a Hugging Face folder (default: the base recorded at training).
+        dtype: ``"f16"`` (half the size) or ``"f32"`` for the LoRA matrices.
+
+    Returns:
+        An ``ExportResult``.
+
+    Raises:
+        DataNotFoundError / ModelUnavailableError: missing adapter files or base model.
+        AdapterExportError: an adapter llama.cpp cannot apply (DoRA, per-module ranks or
+            alphas, trained embeddings or other modules saved in full, unknown module
+            names, shapes that do not fit the base model).
+    """
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from lwm.errors import DataNotFoundError
+
+    adapter, out = Path(adapter), Path(out)
+    if dtype not in ("f16", "f32"):
+        raise ValueError(f"dtype must be f16 or f32, not {dtype!r}")
+    config_path, weights_path = adapter / "adapter_config.json", adapter / "adapter_model.safetensors"
+    for p in (config_path, weights_path):
+        if not p.is_file():
+            raise DataNotFoundError(f"no {p.name} in {adapter}: not a PEFT LoRA adapter folder")
+    cfg = json.loads(config_path.read_text())
+    if cfg.get("peft_type", "LORA") != "LORA":
+        raise AdapterExportError(f"{adapter}: peft_type {cfg.get('peft_type')} is not LoRA")
+    for key in ("use_dora", "modules_to_save", "rank_pattern", "alpha_pattern"):
+        if cfg.get(key):
+            raise AdapterExportError(f"{adapter}: {key}={cfg[key]!r} cannot be expressed as a llama.cpp LoRA")
+    rank, alpha = int(cfg["r"]), float(cfg["lora_alpha"])
+    if cfg.get("use_rslora"):  # PEFT scales by alpha/sqrt(r); llama.cpp by alpha/r
+        alpha = alpha * math.sqrt(rank)
+
+    pairs: dict[str, dict[str, Any]] = {}
+    for key, tensor in load_file(str(weights_path)).items():
+        m = _KEY.match(key)
+        if not m:
+            raise AdapterExportError(f"{adapter}: tensor {key} is not a LoRA matrix of an attention or MLP "
+                                     f"projection ({', '.join(_MODULES)}); llama.cpp cannot apply it")
+        layer, module, ab = m.groups()
+        pairs.setdefault(f"blk.{layer}.{_MODULES[module]}.weight", {})[ab] = (module, tensor)
+    if not pairs:
+        raise AdapterExportError(f"{adapter}: no LoRA tensors found")
+    info = _resolve_base(adapter, base)
+
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    tensors: list[tuple[str, Any]] = []
+    for name in sorted(pairs, key=_natural):
+        if set(pairs[name]) != {"A", "B"}:
+            raise AdapterExportError(f"{adapter}: {name} has lora_{next(iter(pairs[name]))} without its pair")
+        module, a = pairs[name]["A"]
+        _, b = pairs[name]["B"]
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        if info.permute_qk and module == "self_attn.q_proj":
+            b = _permute_rows(b, info.n_head)
+        elif info.permute_qk and module == "self_attn.k_proj":
+            b = _permute_rows(b, info.n_head_kv)
+        if info.shapes is not None:
+            want = info.shapes.get(name)
+            if want is None or want != (b.shape[0], a.shape[1]):
+                raise AdapterExportError(f"{adapter}: {name} is {(b.shape[0], a.shape[1])} in the adapter but "
+                                         f"{want or 'absent'} in the base model: wrong --base?")
+        tensors += [(name + ".lora_a", np.ascontiguousarray(a, dtype=np_dtype)),
+                    (name + ".lora_b", np.ascontiguousarray(b, dtype=np_dtype))]
+
+    _write_gguf(out, info.arch, alpha, tensors, name=adapter.resolve().name)
+    return ExportResult(path=out, architecture=info.arch, tensors=len(tensors), rank=rank, alpha=alpha,
+                        bytes=out.stat().st_size)
+
+
+def _natural(name: str) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def _write_gguf(out: Path, arch: str, alpha: float, tensors: list[tuple[str, Any]], name: str) -> None:
+    import gguf
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        writer = gguf.GGUFWriter(tmp, arch)
+        writer.add_type(gguf.GGUFType.ADAPTER)
+        writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
+        writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, alpha)
+        writer.add_name(name)
+        for tensor_name, array in tensors:
+            writer.add_tensor(tensor_name, array)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

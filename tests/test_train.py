@@ -1,0 +1,234 @@
+"""Warm-up SFT (TRL + PEFT LoRA) on the embedded SmolLM2-135M, resume, and export to llama.cpp.
+
+The training tests share one short real run (8 examples, 6 steps, about 40 s on 2 cores;
+the first run on a machine also converts the embedded GGUF to a cached float32 folder,
+about 40 s more). The task: a terminal world model predicting the screen after
+``echo WORD``, judged on words never seen in training.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("datasets")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError  # noqa: E402
+from lwm.train.commands import train_app  # noqa: E402
+from lwm.train.sft import TrainConfig, load_sft_dataset, to_prompt_completion  # noqa: E402
+
+SYSTEM = "You are a bash terminal."
+TRAIN_WORDS = "apple river stone cloud maple tiger piano lemon".split()
+
+
+def example(word: str) -> dict:
+    return {
+        "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"$ echo {word}"}],
+        "completion": [{"role": "assistant",
+                        "content": f"<predicted_observation>\n{word}\n$\n</predicted_observation>"}],
+        "provenance": "real",  # extra columns are ignored
+    }
+
+
+def prompt(word: str) -> list[dict]:
+    return example(word)["prompt"]
+
+
+def write_dataset(path: Path, train: list[dict], validation: list[dict] | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(train), path / "train.parquet")
+    if validation:
+        pq.write_table(pa.Table.from_pylist(validation), path / "validation.parquet")
+    return path
+
+
+# ----------------------------------------------------------------------------- input checks (no model)
+
+
+def test_row_forms_are_converted_to_prompt_completion():
+    target = {"role": "assistant", "content": "hi"}
+    user = {"role": "user", "content": "$ echo hi", "name": None}
+    want = {"prompt": [{"role": "user", "content": "$ echo hi"}], "completion": [target]}
+    assert to_prompt_completion({"messages": [user, target]}) == want
+    assert to_prompt_completion({"messages": [user], "completion": "hi"}) == want
+    assert to_prompt_completion({"prompt": [user], "completion": [target], "id": 3}) == want
+
+
+def test_bad_input_gives_clear_errors(tmp_path):
+    with pytest.raises(DataNotFoundError, match="no dataset directory"):
+        load_sft_dataset(tmp_path / "missing")
+
+    only_val = write_dataset(tmp_path / "noval", [example("a")])
+    (only_val / "train.parquet").rename(only_val / "validation.parquet")
+    with pytest.raises(DataNotFoundError, match="no train split.*found: validation.parquet"):
+        load_sft_dataset(only_val)
+
+    rows = [example(w) for w in ("a", "b", "c")]
+    rows[2]["completion"] = [{"role": "user", "content": "c"}]
+    with pytest.raises(RowFormatError, match=r"train\.parquet:3: 'completion' must be exactly one assistant"):
+        load_sft_dataset(write_dataset(tmp_path / "badrole", rows))
+
+    jsonl = tmp_path / "jsonl"
+    jsonl.mkdir()
+    lines = [example("a"), {"prompt": "$ echo b", "completion": "b"}]
+    (jsonl / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    with pytest.raises(RowFormatError, match=r"train\.jsonl:2: 'prompt' is a string"):
+        load_sft_dataset(jsonl)
+
+    ok = load_sft_dataset(write_dataset(tmp_path / "ok", [example("a"), example("b")], [example("c")]))
+    assert ok["train"].column_names == ["prompt", "completion"] and len(ok["validation"]) == 1
+
+    # The CLI: one error line, exit code 2, before any model is loaded.
+    res = CliRunner().invoke(train_app, ["sft", "--data", str(tmp_path / "badrole"), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "train.parquet:3" in res.output
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        TrainConfig(data=tmp_path, out=tmp_path, batch_size=0)
+
+
+# ----------------------------------------------------------------------------- a real run
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    pytest.importorskip("trl")
+    pytest.importorskip("peft")
+    from lwm.train.sft import train_sft
+
+    root = tmp_path_factory.mktemp("sft")
+    data = write_dataset(root / "data", [example(w) for w in TRAIN_WORDS], [example("orange"), example("candle")])
+    config = TrainConfig(data=data, out=root / "run", max_steps=6, batch_size=8, lr=2e-3, lora_dropout=0.0,
+                         save_steps=3, logging_steps=1, eval_on_start=True)
+    return config, train_sft(config, show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def tuned(run):
+    """The trained adapter loaded on its base model (transformers + PEFT), eval mode."""
+    from lwm.train.sft import load_trained_model
+
+    return load_trained_model(run[1].adapter_dir)
+
+
+def greedy(model, tokenizer, messages: list[dict], max_new_tokens: int = 24) -> str:
+    import torch
+
+    enc = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.inference_mode():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+    return tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_training_lowers_the_loss_and_the_adapter_reloads_and_generates(run, tuned):
+    config, res = run
+    assert res.steps == 6 and res.resumed_from is None and res.train_examples == 8 and res.eval_examples == 2
+    losses = [h["loss"] for h in res.log_history if "loss" in h]
+    assert len(losses) == 6 and losses[-1] < losses[0] / 4
+    assert res.eval_loss_start > 2.0 and res.eval_loss < res.eval_loss_start / 4  # held-out words
+    assert res.train_tokens > 0 and res.tokens_per_second > 0
+    assert {p.name for p in config.out.glob("checkpoint-*")} == {"checkpoint-3", "checkpoint-6"}
+    metrics = json.loads((config.out / "metrics.json").read_text())
+    assert metrics["steps"] == 6 and metrics["eval_loss"] == pytest.approx(res.eval_loss)
+
+    model, tokenizer = tuned
+    answer = greedy(model, tokenizer, prompt("banana"))
+    with model.disable_adapter():
+        base = greedy(model, tokenizer, prompt("banana"))
+    assert answer == "<predicted_observation>\nbanana\n$\n</predicted_observation>"
+    assert base != answer and "<predicted_observation>" not in base
+
+
+@pytest.mark.slow
+def test_resume_continues_the_step_count(run, tmp_path):
+    from lwm.train.sft import train_sft
+
+    config, _ = run
+    out = tmp_path / "run"
+    shutil.copytree(config.out, out)
+    again = TrainConfig(**{**config.__dict__, "out": out, "max_steps": 7, "eval_on_start": False})
+    with pytest.raises(FileExistsError, match="pass --resume"):
+        train_sft(again, show_progress=False)
+    with pytest.raises(RunMismatchError, match="lr: started with 0.002, now 0.001"):
+        train_sft(TrainConfig(**{**again.__dict__, "resume": True, "lr": 1e-3}), show_progress=False)
+
+    res = train_sft(TrainConfig(**{**again.__dict__, "resume": True}), show_progress=False)
+    assert res.resumed_from.name == "checkpoint-6" and res.steps == 7
+    assert [h["step"] for h in res.log_history if "loss" in h] == [1, 2, 3, 4, 5, 6, 7]  # history carried over
+    first_step = next(h for h in res.log_history if "loss" in h)  # every step is the same batch of 8
+    assert res.train_tokens == first_step["num_tokens"]  # this call trained one step only
+    assert (out / "checkpoint-7").is_dir() and (out / "adapter" / "adapter_model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_export_loads_in_llama_cpp_and_matches_peft(run, tuned, tmp_path):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    import numpy as np
+    import torch
+
+    from lwm.models.embedded import embedded_gguf_path
+
+    _, res = run
+    out = tmp_path / "adapter.gguf"
+    cli = CliRunner().invoke(train_app, ["export", "--adapter", str(res.adapter_dir), "--out", str(out)])
+    assert cli.exit_code == 0, cli.output
+    assert "420 tensors" in cli.output and 9e6 < out.stat().st_size < 11e6  # r=16 on 7 projections × 30 blocks, f16
+
+    model, tokenizer = tuned
+    messages = prompt("banana")
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                        return_dict=True)["input_ids"]
+    with torch.inference_mode():
+        hf_tuned = model(ids).logits[0, -1].numpy()
+        with model.disable_adapter():
+            hf_base = model(ids).logits[0, -1].numpy()
+
+    def llama(lora: Path | None):
+        return llama_cpp.Llama(model_path=str(embedded_gguf_path()), lora_path=str(lora) if lora else None,
+                               n_ctx=512, n_threads=2, logits_all=True, verbose=False)
+
+    def answer(llm) -> str:
+        out = llm.create_chat_completion(messages=messages, temperature=0, max_tokens=24, repeat_penalty=1.0)
+        return out["choices"][0]["message"]["content"]
+
+    def last_logits(llm) -> np.ndarray:
+        llm.reset()
+        llm.eval(ids[0].tolist())
+        return np.array(llm.scores[llm.n_tokens - 1])
+
+    base_llm, tuned_llm = llama(None), llama(out)
+    assert answer(tuned_llm) == greedy(model, tokenizer, messages) == \
+        "<predicted_observation>\nbanana\n$\n</predicted_observation>"
+    assert answer(base_llm) != answer(tuned_llm)
+    # The adapter shifts llama.cpp's next-token logits as it shifts transformers' (the q/k
+    # row permutation matters here: without it the correlation falls far below).
+    shift_cpp = last_logits(tuned_llm) - last_logits(base_llm)
+    assert np.corrcoef(hf_tuned - hf_base, shift_cpp)[0, 1] > 0.95
+
+
+def test_export_rejects_what_llama_cpp_cannot_apply(tmp_path):
+    from lwm.train.export import AdapterExportError, export_lora_gguf
+
+    with pytest.raises(DataNotFoundError, match="adapter_config.json"):
+        export_lora_gguf(tmp_path, tmp_path / "a.gguf")
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import save_file
+
+    cfg = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "use_dora": True}
+    (tmp_path / "adapter_config.json").write_text(json.dumps(cfg))
+    (tmp_path / "lwm_adapter.json").write_text(json.dumps({"model": "embedded"}))
+    save_file({"base_model.model.lm_head.lora_A.weight": np.zeros((2, 576), np.float32)},
+              str(tmp_path / "adapter_model.safetensors"))
+    with pytest.raises(AdapterExportError, match="use_dora"):
+        export_lora_gguf(tmp_path, tmp_path / "a.gguf")
+    cfg["use_dora"] = False
+    (tmp_path / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(AdapterExportError, match="lm_head.*cannot apply"):
+        export_lora_gguf(tmp_path, tmp_path / "a.gguf", base=tmp_path)  # checked before the base is needed
+    assert not (tmp_path / "a.gguf").exists()
