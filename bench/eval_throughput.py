@@ -27,10 +27,10 @@ from _common import delay_server, free_port, lwm_serve_model, machine, server
 from openai import OpenAI
 
 from lwm.data.collect import CollectConfig, collect
-from lwm.prompts import build_messages
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.models.base import SamplingParams
 from lwm.models.openai_compat import OpenAIChatModel
+from lwm.prompts import build_messages
 
 
 def sequential(base_url: str, model: str, rows, sampling: SamplingParams) -> tuple[float, int]:
