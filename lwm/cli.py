@@ -285,8 +285,10 @@ def wm2real(
 
 
 from lwm.data.commands import data_app  # noqa: E402  (sub-apps after the top-level commands)
+from lwm.train.commands import train_app  # noqa: E402
 
 app.add_typer(data_app, name="data")
+app.add_typer(train_app, name="train")
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")

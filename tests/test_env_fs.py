@@ -49,7 +49,7 @@ def test_real_transitions_and_hostile_paths(env):
     bad = env.step("read it")
     assert bad.observation.startswith("[invalid action] not JSON") and bad.info["action_error"]
     prompt = env.system_prompt()
-    assert '"name": "read_text_file"' in prompt and "[tool error]" in prompt
+    assert '"name":"read_text_file"' in prompt and "[tool error]" in prompt
 
 
 @needs_sandbox
@@ -101,7 +101,7 @@ def test_collect_two_episodes(tmp_path):
     assert not res.failed and res.trajectories == 6
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in eps)
-    assert rows[0].task == "fs" and '"name": "read_text_file"' in rows[0].system_str
+    assert rows[0].task == "fs" and '"name":"read_text_file"' in rows[0].system_str
     assert "- buy milk\n- call Ada\n- fix the bike\n" in rows[1].response[-1]
     by_name = {t.id.split("/")[1]: t for t in read_trajectories(tmp_path / "trajectories.jsonl")}
     assert by_name["fs-read-unicode"].reward == 1.0 and by_name["fs-read-notes"].reward is None

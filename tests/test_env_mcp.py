@@ -50,7 +50,7 @@ def test_sqlite_transitions_and_host_files_unreachable(env):
     # 40 MB of output: cut inside the sandbox, then to the observation limit.
     huge = env.step(_sql("SELECT hex(zeroblob(20000000)) AS h")).observation
     assert huge.endswith("[lwm: output truncated]") and len(huge) < 20_000
-    assert '"name": "read_query"' in env.system_prompt()
+    assert '"name":"read_query"' in env.system_prompt()
 
 
 @needs_sandbox

@@ -110,10 +110,12 @@ def run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tuned(run):
-    """The trained adapter loaded on its base model (transformers + PEFT), eval mode."""
+    """The trained adapter loaded on its base model (transformers + PEFT), and its greedy
+    answer to the held-out ``$ echo banana``."""
     from lwm.train.sft import load_trained_model
 
-    return load_trained_model(run[1].adapter_dir)
+    model, tokenizer = load_trained_model(run[1].adapter_dir)
+    return model, tokenizer, greedy(model, tokenizer, prompt("banana"))
 
 
 def greedy(model, tokenizer, messages: list[dict], max_new_tokens: int = 24) -> str:
@@ -137,8 +139,7 @@ def test_training_lowers_the_loss_and_the_adapter_reloads_and_generates(run, tun
     metrics = json.loads((config.out / "metrics.json").read_text())
     assert metrics["steps"] == 6 and metrics["eval_loss"] == pytest.approx(res.eval_loss)
 
-    model, tokenizer = tuned
-    answer = greedy(model, tokenizer, prompt("banana"))
+    model, tokenizer, answer = tuned
     with model.disable_adapter():
         base = greedy(model, tokenizer, prompt("banana"))
     assert answer == "<predicted_observation>\nbanana\n$\n</predicted_observation>"
@@ -180,7 +181,7 @@ def test_export_loads_in_llama_cpp_and_matches_peft(run, tuned, tmp_path):
     assert cli.exit_code == 0, cli.output
     assert "420 tensors" in cli.output and 9e6 < out.stat().st_size < 11e6  # r=16 on 7 projections × 30 blocks, f16
 
-    model, tokenizer = tuned
+    model, tokenizer, hf_answer = tuned
     messages = prompt("banana")
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
                                         return_dict=True)["input_ids"]
@@ -203,7 +204,7 @@ def test_export_loads_in_llama_cpp_and_matches_peft(run, tuned, tmp_path):
         return np.array(llm.scores[llm.n_tokens - 1])
 
     base_llm, tuned_llm = llama(None), llama(out)
-    assert answer(tuned_llm) == greedy(model, tokenizer, messages) == \
+    assert answer(tuned_llm) == hf_answer == \
         "<predicted_observation>\nbanana\n$\n</predicted_observation>"
     assert answer(base_llm) != answer(tuned_llm)
     # The adapter shifts llama.cpp's next-token logits as it shifts transformers' (the q/k
