@@ -246,15 +246,12 @@ class HybridEnv(_Recorded):
                 prov = Provenance(kind="replayed", source=original.get("source", source),
                                   sampling=original.get("sampling"), controls=original.get("controls"))
                 return self._record(action, observation, prov, route="cache")
+        failure = None
         if self.route == "real-first" and not self._diverged:
             try:
                 return self._real_step(action)
             except SandboxError as e:
                 failure = f"{type(e).__name__}: {e}"
-            else:  # pragma: no cover - returned above
-                pass
-        else:
-            failure = None
         return self._sim_step(action, failure)
 
     def _real_reset(self, task: Task) -> str:
@@ -264,7 +261,7 @@ class HybridEnv(_Recorded):
 
     def _real_step(self, action: str) -> StepResult:
         traj = self._require()
-        if self.real is None or self._real_turns == 0 and not getattr(self.real, "task", None):
+        if self.real is None:
             self._real_reset(self.task)
         for turn in traj.turns[self._real_turns:]:  # catch up on turns replayed from the cache
             self.real.step(turn.action)
@@ -312,6 +309,10 @@ class HybridEnv(_Recorded):
             self.real.close()
             self.real = None
         self._real_turns = 0
+        # Model-written turns (simulated, or replayed from the model's cache entries, which
+        # carry sampling settings) mean the real environment cannot take over again.
+        self._diverged = any(t.provenance.kind == "simulated" or t.provenance.sampling is not None
+                             for t in self.trajectory.turns)
 
     def close(self) -> None:
         if self.real is not None:
