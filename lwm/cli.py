@@ -115,6 +115,8 @@ def eval_(
                               "model name served at --base-url."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
+    adapter: Optional[Path] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export) for the local "
+                                           "llama.cpp model."),
     domain: Optional[list[str]] = typer.Option(None, help="Only these domains (repeatable)."),
     limit: Optional[int] = typer.Option(None, min=1, help="Only the first N rows."),
     episodes: Optional[int] = typer.Option(None, min=1, help="Built-in suite: only the first N episodes."),
@@ -178,7 +180,7 @@ def eval_(
         if base_url and model == "embedded":  # no --model: use what the server serves
             model = served_model(base_url, api_key)
         wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
-                        context_window=context_window)
+                        context_window=context_window, adapter=str(adapter) if adapter else None)
         judge = None
         if judge_model:
             judge = load_model(judge_model, base_url=judge_base_url or base_url, api_key=judge_api_key or api_key,
@@ -187,7 +189,7 @@ def eval_(
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
         raise typer.Exit(130) from None
-    except (LwmError, KeyError, OSError) as e:
+    except (LwmError, KeyError, ValueError, OSError) as e:
         _fail(e)
     print_summary(summary, Console())
     console.print(f"wrote {out}/predictions.jsonl, summary.json, report.md")

@@ -61,3 +61,17 @@ def test_every_row_failing_exits_nonzero(tmp_path):
     r = lwm("eval", "--data", str(data), "--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9/v1",
             "--model", "x", "--timeout", "2", "--no-progress")
     assert r.returncode == 1 and "every row failed" in r.stderr
+
+
+def test_adapter_needs_a_local_model(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=1)
+    r = lwm("eval", "--data", str(data), "--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9/v1",
+            "--model", "m", "--adapter", str(tmp_path / "a.gguf"), "--no-progress")
+    assert r.returncode == 2 and "adapter applies to a local llama.cpp model" in r.stderr
+
+
+def test_every_command_has_help():
+    for cmd in (["collect"], ["import"], ["rollout"], ["wm2real"], ["setup"], ["serve", "env"], ["serve", "model"],
+                ["data", "build"], ["data", "annotate"], ["train", "sft"], ["train", "export"]):
+        r = lwm(*cmd, "--help")
+        assert r.returncode == 0 and "Usage" in r.stdout, cmd

@@ -34,6 +34,7 @@ def load_model(
     concurrency: int = 16,
     timeout: float = 600.0,
     context_window: int | None = None,
+    adapter: str | None = None,
 ) -> ChatModel:
     """Build a world-model backend.
 
@@ -47,10 +48,14 @@ def load_model(
         concurrency: requests in flight at most (OpenAI-compatible backend).
         timeout: seconds per request (OpenAI-compatible backend).
         context_window: context length in tokens, if known.
+        adapter: a LoRA adapter in GGUF form (``lwm train export``) applied to a local
+            llama.cpp model.
 
     Raises:
         ModelUnavailableError: the local runtime or weights are missing.
     """
+    if adapter and (base_url or model.startswith("hf:")):
+        raise ValueError("an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
     if base_url:
         from lwm.models.openai_compat import OpenAIChatModel
 
@@ -64,4 +69,9 @@ def load_model(
     from lwm.models.embedded import LlamaCppChatModel
 
     path = None if model == "embedded" else model
-    return LlamaCppChatModel(path, n_ctx=context_window or 8192)
+    wm = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter)
+    if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
+        from pathlib import Path
+
+        wm.name = f"{wm.name}+{Path(adapter).stem}"
+    return wm
