@@ -85,3 +85,18 @@ def test_wm2real_names_a_malformed_line(tmp_path):
     bad.write_text(json.dumps({"id": "x"}) + "\n")
     result = runner.invoke(app, ["wm2real", str(bad), "--out", str(tmp_path / "w"), "--no-progress"])
     assert result.exit_code == 2 and "t.jsonl:1" in result.output
+
+
+def test_llm_policy_against_the_simulator(tmp_path):
+    with vllm_style_server() as (base_url, log):
+        config = RolloutConfig(out=tmp_path, backend="sim", episodes=1, policy="agent", policy_base_url=base_url,
+                               world_model="served", base_url=base_url, max_turns=2)
+        res = rollout(config, show_progress=False)
+    assert res.failed == {} and res.episodes == 1
+    traj = next(read_trajectories(res.path))
+    # The stand-in answers every request the same way: the agent's action is its answer text.
+    assert [t.action for t in traj.turns] == ["<predicted_observation>hi</predicted_observation>"] * 2
+    assert traj.metadata["policy"] == "chat:agent"
+    agent_calls = [b for b in log if b["model"] == "agent"]
+    assert len(agent_calls) == 2 and "You are an agent" in agent_calls[0]["messages"][0]["content"]
+    assert agent_calls[1]["messages"][-1]["content"].startswith("Observation:\nhi")
