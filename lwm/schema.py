@@ -242,31 +242,36 @@ def rows_from_trajectory(traj: Trajectory, *, action_lang: str | None = None) ->
     return rows
 
 
+def parse_row(obj: dict, path: str | Path, line: int) -> BenchRow:
+    """One AgentWorldBench row from its decoded JSON (line ``line`` of ``path``).
+
+    Raises:
+        RowFormatError: a field is missing or wrong, or ``prompt``/``response`` are
+            shorter than ``turn_idx`` (the message names the file and the line).
+    """
+    for key in ("prompt", "response"):  # the reference script also accepts a bare string
+        if isinstance(obj.get(key), str):
+            obj[key] = [obj[key]]
+    try:
+        row = BenchRow.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "row"
+        raise RowFormatError(path, line, f"{where}: {err['msg']}") from None
+    if len(row.response) < row.turn_idx or len(row.prompt) < row.turn_idx:
+        raise RowFormatError(path, line, f"turn_idx={row.turn_idx} but prompt has {len(row.prompt)} and response "
+                             f"{len(row.response)} items")
+    return row
+
+
 def read_rows(path: str | Path) -> Iterator[BenchRow]:
     """Read AgentWorldBench rows from a JSONL file.
 
     Raises:
-        RowFormatError: a line is not JSON, or lacks a field, or ``prompt``/``response``
-            are shorter than ``turn_idx`` (the message names the file and the line).
+        RowFormatError: as :func:`parse_row`, or a line is not JSON.
     """
     for line_no, obj in iter_jsonl(path):
-        for key in ("prompt", "response"):  # the reference script also accepts a bare string
-            if isinstance(obj.get(key), str):
-                obj[key] = [obj[key]]
-        try:
-            row = BenchRow.model_validate(obj)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "row"
-            raise RowFormatError(path, line_no, f"{where}: {err['msg']}") from None
-        if len(row.response) < row.turn_idx or len(row.prompt) < row.turn_idx:
-            raise RowFormatError(
-                path,
-                line_no,
-                f"turn_idx={row.turn_idx} but prompt has {len(row.prompt)} and response "
-                f"{len(row.response)} items",
-            )
-        yield row
+        yield parse_row(obj, path, line_no)
 
 
 def write_rows(path: str | Path, rows: list[BenchRow]) -> None:
@@ -274,18 +279,28 @@ def write_rows(path: str | Path, rows: list[BenchRow]) -> None:
     write_jsonl(path, (r.model_dump(mode="json") for r in rows))
 
 
-def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
-    """Read trajectories (one JSON object per line).
+def parse_trajectory(obj: dict, path: str | Path, line: int) -> Trajectory:
+    """One trajectory from its decoded JSON (line ``line`` of ``path``).
+
+    Raises:
+        RowFormatError: not a valid trajectory (names the field, the file and the line).
+    """
+    try:
+        return Trajectory.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise RowFormatError(path, line, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def read_trajectories(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterator[Trajectory]:
+    """Read trajectories (one JSON object per line); ``skip_truncated_tail`` as in
+    :func:`lwm.jsonl.iter_jsonl` (for the partial files of resumable jobs).
 
     Raises:
         RowFormatError: a line is not a valid trajectory.
     """
-    for line_no, obj in iter_jsonl(path):
-        try:
-            yield Trajectory.model_validate(obj)
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise RowFormatError(path, line_no, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    for line_no, obj in iter_jsonl(path, skip_truncated_tail=skip_truncated_tail):
+        yield parse_trajectory(obj, path, line_no)
 
 
 def write_trajectories(path: str | Path, trajectories: list[Trajectory]) -> None:

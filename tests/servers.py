@@ -68,14 +68,24 @@ def vllm_style_server(fail_first: int = 0):
                     "content": "<predicted_observation>hi</predicted_observation>"}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
+    with serve_app(app) as url:
+        yield f"{url}/v1", log
+
+
+@contextmanager
+def serve_app(app, timeout: float = 20.0):
+    """Run an ASGI app with uvicorn on a free loopback port in a thread; yield its URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
+    deadline = time.monotonic() + timeout
     while not server.started:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the test server did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}/v1", log
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -5,14 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-import time
 from contextlib import contextmanager
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
-from servers import free_port, lwm_serve_model
+from servers import lwm_serve_model, serve_app
 from typer.testing import CliRunner
 
 from lwm.data.annotate import TEACHER_SYSTEM, AnnotateConfig, annotate, leak_score
@@ -85,17 +82,8 @@ def scripted_teacher():
                              "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_app(app) as url:
+        yield f"{url}/v1", log
 
 
 def test_leak_score_definition():

@@ -3,12 +3,10 @@
 import asyncio
 import contextlib
 import inspect
-import socket
-import threading
-import time
 
 import pytest
 from conftest import needs_sandbox
+from servers import serve_app
 
 from lwm.envs.base import Check, Task
 from lwm.errors import EnvironmentClosedError
@@ -192,26 +190,13 @@ def test_trl_tool_schema_matches_transformers():
 @contextlib.contextmanager
 def running_server(**app_kwargs):
     """A real OpenEnv HTTP/WebSocket server (uvicorn, in a thread) on a free port."""
-    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn")
     pytest.importorskip("openenv")
     from lwm.sim.openenv_server import make_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = make_app("terminal", "sim", model=echo_model(), tasks=TASKS, **app_kwargs)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "the OpenEnv server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        srv.should_exit = True
-        thread.join(10)
+    with serve_app(app) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -50,15 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import _umask, dumps, iter_jsonl, write_atomic, write_jsonl
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
 from lwm.progress import progress_bar
 from lwm.prompts import build_messages
-from lwm.schema import BenchRow, Trajectory, _fence, rows_from_trajectory
+from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory
 
 SPLITS = ("train", "validation")
 MANIFEST_KIND = "lwm-dataset"
@@ -316,11 +314,7 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
         for line, obj in iter_jsonl(path) if kind else ():
             where = f"{path}:{line}"
             if kind == "trajectories":
-                try:
-                    traj = Trajectory.model_validate(obj)
-                except ValidationError as e:
-                    err = e.errors()[0]
-                    raise RowFormatError(path, line, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+                traj = parse_trajectory(obj, path, line)
                 episode = _qualify(traj.domain, str(traj.metadata.get("episode") or _episode_of(traj.id)))
                 family = _qualify(traj.domain, str(traj.metadata.get("family") or episode))
                 run = _run_of(traj.id, traj.metadata.get("run"))
@@ -331,18 +325,7 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
                     out.append(Candidate(row, traj.id, turn.index, traj.domain, episode, family,
                                          turn.provenance.kind, turn.provenance.source, where, run))
             else:
-                for key in ("prompt", "response"):
-                    if isinstance(obj.get(key), str):
-                        obj[key] = [obj[key]]
-                try:
-                    row = BenchRow.model_validate(obj)
-                except ValidationError as e:
-                    err = e.errors()[0]
-                    where = ".".join(map(str, err["loc"])) or "row"
-                    raise RowFormatError(path, line, f"{where}: {err['msg']}") from None
-                if len(row.prompt) < row.turn_idx or len(row.response) < row.turn_idx:
-                    raise RowFormatError(path, line, f"turn_idx={row.turn_idx} but prompt has {len(row.prompt)} and "
-                                         f"response {len(row.response)} items")
+                row = parse_row(obj, path, line)
                 tid = str(row.id)
                 extra = row.model_extra or {}
                 episode = _qualify(row.domain, _episode_of(tid))

@@ -19,17 +19,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from lwm.data.volatility import merge_spans, volatile_spans
 from lwm.envs import make_real_env
-from lwm.errors import RowFormatError
-from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
+from lwm.jsonl import JsonlAppender, dumps, write_atomic
 from lwm.progress import progress_bar
 from lwm.schema import (
     Provenance,
     Trajectory,
     Turn,
+    read_trajectories,
     rows_from_trajectory,
     write_rows,
     write_trajectories,
@@ -142,13 +140,7 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     partial = out / "trajectories.partial.jsonl"
     done: dict[str, Trajectory] = {}
     if partial.exists():
-        for line, obj in iter_jsonl(partial, skip_truncated_tail=True):
-            try:
-                traj = Trajectory.model_validate(obj)
-            except ValidationError as e:
-                raise RowFormatError(partial, line, f"not a trajectory ({e.errors()[0]['msg']}); delete the line "
-                                     "to play that run again") from None
-            done[traj.id] = traj
+        done = {t.id: t for t in read_trajectories(partial, skip_truncated_tail=True)}
     jobs = [
         (ep, run)
         for ep in episodes

@@ -20,13 +20,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from lwm.envs.base import Task
-from lwm.errors import RowFormatError
-from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
+from lwm.jsonl import JsonlAppender, dumps, write_atomic
 from lwm.progress import progress_bar
-from lwm.schema import Trajectory, write_trajectories
+from lwm.schema import Trajectory, read_trajectories, write_trajectories
 from lwm.suites import load_suite
 
 
@@ -183,12 +180,7 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     partial = out / "trajectories.partial.jsonl"
     done: dict[str, Trajectory] = {}
     if partial.exists():
-        for line, obj in iter_jsonl(partial, skip_truncated_tail=True):
-            try:
-                traj = Trajectory.model_validate(obj)
-            except ValidationError as e:
-                raise RowFormatError(partial, line, f"not a trajectory ({e.errors()[0]['msg']})") from None
-            done[traj.id] = traj
+        done = {t.id: t for t in read_trajectories(partial, skip_truncated_tail=True)}
     todo = [(eid, task) for eid, task in jobs if eid not in done]
     failed: dict[str, str] = {}
     with JsonlAppender(partial) as sink, progress_bar(f"rollout {config.domain}/{config.backend}", len(todo),
