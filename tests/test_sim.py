@@ -184,3 +184,27 @@ def test_initial_observation_is_generated_when_the_task_has_none():
     assert "list the files" in seen[0][1]["content"]
     given = env.reset(Task("t", options={"initial_observation": "root@sandbox:/app#"}))
     assert given == "root@sandbox:/app#" and len(seen) == 1  # no model call
+
+
+def test_dense_rewards_judge_every_step():
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_every_step=True)
+    env.reset(Task("t", instruction="create a.txt"), initial_observation="$")
+    assert env.step(keys("touch a.txt\n")).reward == 1.0 and env.trajectory.reward == 1.0
+
+
+@pytest.mark.slow
+def test_simulation_with_the_embedded_model():
+    from lwm.models import load_model
+    from lwm.models.base import SamplingParams
+
+    wm = load_model("embedded")
+    env = SimEnv("terminal", wm, sampling=SamplingParams(max_tokens=24, stop=("</predicted_observation>",)),
+                 max_turns=2, judge_sampling=SamplingParams(max_tokens=48))
+    env.reset(Task("t", instruction="print hello"), initial_observation="root@sandbox:/app#")
+    first = env.step(keys("echo hello\n"))
+    last = env.step(keys("ls\n"))
+    assert isinstance(first.observation, str) and last.done and last.info["truncated"]
+    assert env.trajectory.turns[0].provenance.source == "SmolLM2-135M-Instruct-Q4_1"
+    assert last.info["completion_tokens"] <= 24
+    # The reward model is the same small model: its verdict is a number in [0, 1] or, unreadable, None.
+    assert env.trajectory.reward is None or 0.0 <= env.trajectory.reward <= 1.0

@@ -69,6 +69,10 @@ class SimEnv:
         reward_model: the judge of task success at episode end (default: ``model``); set
             ``judge_rewards=False`` to leave rewards to the caller.
         judge_rewards: ask the reward model when the episode ends.
+        judge_every_step: ask it after every step too (dense rewards: the verdict on the
+            episode so far); implies ``judge_rewards``.
+        judge_sampling: the reward model's decoding settings
+            (:data:`lwm.sim.reward.JUDGE_SAMPLING`).
 
     Example:
         >>> env = SimEnv("terminal", load_model("embedded"))  # doctest: +SKIP
@@ -79,7 +83,8 @@ class SimEnv:
     def __init__(self, domain: str, model: ChatModel, *, system_prompt: str | None = None,
                  sampling: SamplingParams = DEFAULT_SAMPLING, max_prompt_tokens: int = 2048,
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
-                 judge_rewards: bool = True) -> None:
+                 judge_rewards: bool = True, judge_every_step: bool = False,
+                 judge_sampling: SamplingParams | None = None) -> None:
         self.domain = domain
         self.model = model
         self.sampling = sampling
@@ -87,7 +92,9 @@ class SimEnv:
         self.max_turns = max_turns
         self.controls = tuple(controls)
         self.reward_model = reward_model or model
-        self.judge_rewards = judge_rewards
+        self.judge_rewards = judge_rewards or judge_every_step
+        self.judge_every_step = judge_every_step
+        self.judge_sampling = judge_sampling
         self._system_prompt = system_prompt
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
@@ -155,7 +162,8 @@ class SimEnv:
             the observation (reasoning removed) with ``info`` holding ``reasoning``,
             ``parse_issues``, ``seconds``, token counts and ``provenance``; ``done`` when
             the action ends the episode or ``max_turns`` is reached (``info["truncated"]``),
-            and then the judged ``reward`` if ``judge_rewards``.
+            and then the judged ``reward`` if ``judge_rewards`` (after every step with
+            ``judge_every_step``).
 
         Raises:
             EnvironmentClosedError: not reset.
@@ -186,7 +194,7 @@ class SimEnv:
         reward = None
         if truncated:
             info["truncated"] = True
-        if (ended or truncated) and self.judge_rewards:
+        if self.judge_every_step or (ended or truncated) and self.judge_rewards:
             reward = await self.averify()
         return StepResult(parsed.observation, reward=reward, done=ended or truncated, info=info)
 
@@ -203,7 +211,9 @@ class SimEnv:
         traj = self._require()
         if not traj.task:
             return None
-        verdict = await judge_reward(self.reward_model, traj)
+        from lwm.sim.reward import JUDGE_SAMPLING
+
+        verdict = await judge_reward(self.reward_model, traj, sampling=self.judge_sampling or JUDGE_SAMPLING)
         traj.reward = verdict.reward
         traj.metadata["reward_rationale"] = verdict.rationale
         if verdict.error:
