@@ -1,7 +1,8 @@
 """lwm: Language World Models.
 
 Collect real transitions in sandboxed environments, predict them with a world model,
-score the predictions, and use the world model as an environment. Heavy parts (llama.cpp, the environments) load on first use.
+score the predictions, and use the world model as an environment. Heavy parts
+(llama.cpp, the environments) load on first use.
 
 Example:
     >>> from lwm import parse_output

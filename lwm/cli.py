@@ -130,9 +130,10 @@ def eval_(
     seed: int = typer.Option(0, help="Sampling seed."),
     extra_body: Optional[str] = typer.Option(None, help="JSON passed through in each request body, e.g. "
                                              "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}'."),
-    max_prompt_tokens: int = typer.Option(2048, min=64, help="Tokens for the history window and the current turn (the system prompt is extra); "
-                                   "oldest turns dropped first."),
-    context_window: Optional[int] = typer.Option(None, min=256, help="Model context length (embedded default 8192, the model's training context)."),
+    max_prompt_tokens: int = typer.Option(2048, min=64, help="Tokens for the history window and the current turn "
+                                          "(the system prompt is extra); oldest turns dropped first."),
+    context_window: Optional[int] = typer.Option(None, min=256, help="Model context length (embedded default 8192, "
+                                                 "the model's training context)."),
     timeout: float = typer.Option(600.0, min=0.001, help="Seconds per request."),
     judge_model: Optional[str] = typer.Option(None, help="Judge model name (enables judging)."),
     judge_base_url: Optional[str] = typer.Option(None, help="Judge endpoint (default: --base-url)."),

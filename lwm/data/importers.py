@@ -177,7 +177,8 @@ def import_logs(fmt: str, src: str | Path, out: str | Path, *, strict: bool = Fa
             try:
                 traj = build()
                 if traj.id in seen:
-                    raise RowFormatError(path, line, f"duplicate trajectory id {traj.id!r} (first from {seen[traj.id]})")
+                    raise RowFormatError(path, line,
+                                         f"duplicate trajectory id {traj.id!r} (first from {seen[traj.id]})")
             except RowFormatError as e:
                 ctx.fail(name, e)
                 continue

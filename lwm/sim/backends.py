@@ -173,8 +173,8 @@ class ReplayEnv(_Recorded):
             raise CacheMissError(f"no recorded observation for turn {len(self._require().turns) + 1} of "
                                  f"{self.task.name!r} after this history (source {self.source!r})")
         observation, original = hit
-        prov = Provenance(kind="replayed", source=original.get("source", self.source), sampling=original.get("sampling"),
-                          controls=original.get("controls"))
+        prov = Provenance(kind="replayed", source=original.get("source", self.source),
+                          sampling=original.get("sampling"), controls=original.get("controls"))
         return self._record(action, observation, prov)
 
     def verify(self) -> float | None:

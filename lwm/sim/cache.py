@@ -57,8 +57,8 @@ class ReplayCache:
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS observations (key TEXT PRIMARY KEY, observation TEXT NOT NULL, "
-                             "provenance TEXT NOT NULL, created REAL NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS observations (key TEXT PRIMARY KEY, "
+                             "observation TEXT NOT NULL, provenance TEXT NOT NULL, created REAL NOT NULL)")
             self._db.commit()
         except sqlite3.DatabaseError as e:
             raise LwmError(f"{self.path}: not a replay cache ({e})") from None

@@ -82,7 +82,8 @@ class ChatPolicy:
                                            f"Observation:\n{trajectory.initial_observation}"}]
         turns = trajectory.turns[-self.max_history_turns:]
         for t in turns:
-            out += [{"role": "assistant", "content": t.action}, {"role": "user", "content": f"Observation:\n{t.observation}"}]
+            out += [{"role": "assistant", "content": t.action},
+                    {"role": "user", "content": f"Observation:\n{t.observation}"}]
         return out
 
     def act(self, task: Task, trajectory: Trajectory) -> str | None:

@@ -97,7 +97,8 @@ def _model(name: str, base_url: str | None, api_key: str):
     return load_model(name, base_url=base_url, api_key=api_key)
 
 
-def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str, api_key: str = "EMPTY") -> dict[str, Any]:
+def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
+         api_key: str = "EMPTY") -> dict[str, Any]:
     """Play one episode; returns the trajectory as JSON-ready data (what a Ray task returns).
     ``settings`` are :meth:`RolloutConfig.settings` (the key travels apart: it is not recorded).
 
