@@ -65,7 +65,11 @@ def collect(
         console.print(f"played {res.played} runs in {res.seconds:.1f}s; {res.trajectories} trajectories, "
                       f"{res.turns} real steps in all → {res.rows_path}")
     if res.failed:
-        console.print(f"[yellow]{len(res.failed)} runs failed[/yellow] (see {out}/manifest.json)")
+        first = next(iter(res.failed.values()))
+        console.print(f"[yellow]{len(res.failed)} runs failed[/yellow], e.g. {first} (all in {out}/manifest.json)",
+                      markup=True, highlight=False)
+        if res.trajectories == 0:
+            raise typer.Exit(1)
 
 
 @app.command("import")
@@ -94,7 +98,8 @@ def import_(
 @app.command()
 def setup(force: bool = typer.Option(False, help="Reinstall even what is already there.")) -> None:
     """Install the tools the real environments need into $LWM_HOME: the npm MCP servers,
-    the sandbox's Python packages, the search index. Debian packages: `make system-deps`."""
+    the sandbox's Python packages, the search index, the PostgreSQL template cluster.
+    Debian packages: `make system-deps`."""
     from lwm.envs.assets import lwm_home
     from lwm.envs.assets import setup as run_setup
 
@@ -118,7 +123,7 @@ def eval_(
     adapter: Optional[Path] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export) for the local "
                                            "llama.cpp model."),
     domain: Optional[list[str]] = typer.Option(None, help="Only these domains (repeatable)."),
-    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N rows."),
+    limit: Optional[int] = typer.Option(None, min=1, help="Only the first N rows (over all domains, in file order)."),
     episodes: Optional[int] = typer.Option(None, min=1, help="Built-in suite: only the first N episodes."),
     concurrency: int = typer.Option(16, min=1, help="Requests in flight (OpenAI-compatible backends)."),
     temperature: float = typer.Option(0.0, min=0.0, help="Sampling temperature (0 = greedy)."),
@@ -175,7 +180,10 @@ def eval_(
 
             for d in domain or ["terminal"]:
                 console.print(f"Collecting ground truth from the real {d} suite into {out / 'data' / d} …")
-                run_collect(CollectConfig(out=out / "data" / d, domain=d, episodes=episodes), show_progress=progress)
+                got = run_collect(CollectConfig(out=out / "data" / d, domain=d, episodes=episodes),
+                                  show_progress=progress)
+                if got.trajectories == 0 and got.failed:
+                    raise LwmError(f"no {d} episode could be played: {next(iter(got.failed.values()))}")
             config.data = out / "data"
         rows = load_rows(config.data, config.domains, config.limit)
         if base_url and model == "embedded":  # no --model: use what the server serves

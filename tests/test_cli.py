@@ -75,3 +75,13 @@ def test_every_command_has_help():
                 ["data", "build"], ["data", "annotate"], ["train", "sft"], ["train", "export"]):
         r = lwm(*cmd, "--help")
         assert r.returncode == 0 and "Usage" in r.stdout, cmd
+
+
+def test_collect_exits_nonzero_with_the_reason_when_nothing_could_be_played(tmp_path):
+    import os
+
+    env = {**os.environ, "LWM_HOME": str(tmp_path / "empty-home")}  # no npm servers installed there
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "collect", "--domain", "fs", "--episodes", "1",
+                        "--out", str(tmp_path / "out"), "--no-progress"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 1 and "lwm setup" in r.stderr

@@ -168,6 +168,12 @@ def test_real_then_replay_then_hybrid(tmp_path):
     assert hybrid.verify() == 0.0  # the real verifier: out.txt is no longer just 42
     hybrid.close()
 
+    replayed = make_env("terminal", "hybrid", cache=cache, model=echo_model())
+    replayed.reset(task)
+    assert [replayed.step(a).info["route"] for a in actions] == ["cache", "cache"]
+    assert replayed.verify() == 1.0 and replayed.real is not None  # the real verdict, after catching up
+    replayed.close()
+
     sim_only = make_env("terminal", "hybrid", cache=cache, model=echo_model(), route="sim-only")
     sim_only.reset(task)
     assert sim_only.step(actions[0]).info["route"] == "cache"

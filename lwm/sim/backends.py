@@ -291,10 +291,16 @@ class HybridEnv(_Recorded):
         return out
 
     def verify(self) -> float | None:
-        """The real verifier when the real environment played the whole episode, else the
-        world model's reward judgement."""
+        """The real verifier when every observation of the episode is real (played, or
+        replayed from real recordings: the real environment then catches up on the
+        actions first), with ``real-first``; else the reward model's judgement."""
         traj = self._require()
-        if self.real is not None and not self._diverged and self._real_turns == len(traj.turns):
+        if self.route == "real-first" and not self._diverged:
+            if self.real is None:
+                self._real_reset(self.task)
+            for turn in traj.turns[self._real_turns:]:
+                self.real.step(turn.action)
+            self._real_turns = len(traj.turns)
             traj.reward = self.real.verify()
         else:
             self.sim.restore(traj)

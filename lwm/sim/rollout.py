@@ -13,10 +13,10 @@ runs on a local Ray instance or a cluster (``ray.init(address=...)`` first).
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +90,21 @@ class RolloutResult:
     seconds: float = 0.0
 
 
-@lru_cache(maxsize=8)
+_models: dict[tuple, Any] = {}
+_models_lock = threading.Lock()
+
+
 def _model(name: str, base_url: str | None, api_key: str):
+    """One instance per model and process, loaded once even when episodes start together
+    (llama.cpp's loader redirects the process's stdout/stderr while it runs: two at once
+    can leave them pointing at /dev/null)."""
     from lwm.models import load_model
 
-    return load_model(name, base_url=base_url, api_key=api_key)
+    key = (name, base_url, api_key)
+    with _models_lock:
+        if key not in _models:
+            _models[key] = load_model(name, base_url=base_url, api_key=api_key)
+        return _models[key]
 
 
 def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
