@@ -225,6 +225,8 @@ def rollout(
     control: Optional[list[str]] = typer.Option(None, help="Simulation control (repeatable): empty, slow, "
                                                 "paginate[:detail], error:<what>, world:<facts>."),
     max_turns: int = typer.Option(20, min=1, help="Turns per episode at most."),
+    verified_only: bool = typer.Option(False, help="Only tasks with a real verifier (to measure reward agreement "
+                                       "with lwm wm2real)."),
     concurrency: int = typer.Option(4, min=1, help="Episodes played at once."),
     ray: bool = typer.Option(False, "--ray", help="Run episodes as Ray tasks (local instance, or the cluster "
                              "RAY_ADDRESS points to)."),
@@ -251,7 +253,7 @@ def rollout(
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
                            policy=policy, policy_base_url=policy_base_url, world_model=model, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
-                           max_turns=max_turns, concurrency=concurrency, ray=ray)
+                           max_turns=max_turns, verified_only=verified_only, concurrency=concurrency, ray=ray)
     try:
         res = run_rollout(config, show_progress=progress)
     except KeyboardInterrupt:

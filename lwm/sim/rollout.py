@@ -48,6 +48,7 @@ class RolloutConfig:
         route: ``hybrid`` routing rule.
         controls: simulation control labels (e.g. ``empty``, ``error:disk full``).
         max_turns: turns per episode at most.
+        verified_only: only tasks with a real verifier (to measure reward agreement).
         concurrency: episodes played at once.
         ray: run episodes as Ray tasks.
     """
@@ -66,6 +67,7 @@ class RolloutConfig:
     route: str = "real-first"
     controls: tuple[str, ...] = ()
     max_turns: int = 20
+    verified_only: bool = False
     concurrency: int = 4
     ray: bool = False
 
@@ -155,7 +157,7 @@ def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
 
 
 def _jobs(config: RolloutConfig) -> list[tuple[str, Task]]:
-    tasks = [e.task for e in load_suite(config.domain)]
+    tasks = [e.task for e in load_suite(config.domain) if e.task.check or not config.verified_only]
     group = max(1, config.group_size)
     out = []
     for i in range(config.episodes):
