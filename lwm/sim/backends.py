@@ -80,10 +80,39 @@ class _Recorded(EnvironmentBase):
     def _reset_key(self, task: Task) -> str:
         return cache_key(self.domain, "", [], f"\0reset {task_fingerprint(task)}")
 
+    def _save_start(self, task: Task, first: str, system_prompt: str) -> None:
+        self.cache.put(self._reset_key(task), json.dumps({"observation": first, "system_prompt": system_prompt}),
+                       {"kind": "real"})
+
+    def _cached_start(self, task: Task) -> tuple[str, str] | None:
+        """``(initial observation, system prompt)`` recorded for ``task``, or ``None``."""
+        hit = self.cache.get(self._reset_key(task))
+        if hit is None:
+            return None
+        start = json.loads(hit[0])
+        return start["observation"], start["system_prompt"]
+
     def _record(self, action: str, observation: str, prov: Provenance, **info: Any) -> StepResult:
         traj = self._require()
         traj.turns.append(Turn(index=len(traj.turns) + 1, action=action, observation=observation, provenance=prov))
         return StepResult(observation, info={**info, "provenance": prov.model_dump(exclude_none=True)})
+
+    def _record_replayed(self, action: str, hit: tuple[str, dict], source: str, **info: Any) -> StepResult:
+        observation, original = hit
+        prov = Provenance(kind="replayed", source=original.get("source", source),
+                          sampling=original.get("sampling"), controls=original.get("controls"))
+        return self._record(action, observation, prov, **info)
+
+    def _record_real(self, real: Any, action: str, **info: Any) -> StepResult:
+        """Play ``action`` in the real environment ``real``; record it (and cache it)."""
+        key = self._key(action) if self.cache is not None else None
+        result = real.step(action)
+        prov = Provenance(kind="real", source=f"{self.domain}/{type(real).__name__}")
+        if key is not None:
+            self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))
+        out = self._record(action, result.observation, prov, **info, **result.info)
+        out.reward, out.done = result.reward, result.done
+        return out
 
     def snapshot(self) -> Trajectory:
         return self._require().model_copy(deep=True)
@@ -108,19 +137,11 @@ class RealBackendEnv(_Recorded):
         first = self.real.reset(task)
         self._start(task, self.real.system_prompt(), first, "real")
         if self.cache is not None:
-            self.cache.put(self._reset_key(task), json.dumps({"observation": first, "system_prompt":
-                                                               self.real.system_prompt()}), {"kind": "real"})
+            self._save_start(task, first, self.real.system_prompt())
         return first
 
     def step(self, action: str) -> StepResult:
-        key = self._key(action) if self.cache is not None else None
-        result = self.real.step(action)
-        prov = Provenance(kind="real", source=f"{self.domain}/{type(self.real).__name__}")
-        if key is not None:
-            self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))
-        out = self._record(action, result.observation, prov, **result.info)
-        out.reward, out.done = result.reward, result.done
-        return out
+        return self._record_real(self.real, action)
 
     def verify(self) -> float | None:
         reward = self.real.verify()
@@ -160,22 +181,19 @@ class ReplayEnv(_Recorded):
 
     def reset(self, task: Task | None = None) -> str:
         task = task or Task("empty")
-        hit = self.cache.get(self._reset_key(task))
-        if hit is None:
+        start = self._cached_start(task)
+        if start is None:
             raise CacheMissError(f"no recorded start for task {task.name!r} in {self.cache.path}")
-        start = json.loads(hit[0])
-        self._start(task, start["system_prompt"], start["observation"], "replay")
-        return start["observation"]
+        first, prompt = start
+        self._start(task, prompt, first, "replay")
+        return first
 
     def step(self, action: str) -> StepResult:
         hit = self.cache.get(self._key(action, self.source, self.sampling))
         if hit is None:
             raise CacheMissError(f"no recorded observation for turn {len(self._require().turns) + 1} of "
                                  f"{self.task.name!r} after this history (source {self.source!r})")
-        observation, original = hit
-        prov = Provenance(kind="replayed", source=original.get("source", self.source),
-                          sampling=original.get("sampling"), controls=original.get("controls"))
-        return self._record(action, observation, prov)
+        return self._record_replayed(action, hit, self.source)
 
     def verify(self) -> float | None:
         return None  # a cache holds observations, not verdicts
@@ -221,14 +239,12 @@ class HybridEnv(_Recorded):
     def reset(self, task: Task | None = None) -> str:
         task = task or Task("empty")
         self.close()
-        hit = self.cache.get(self._reset_key(task))
-        if hit is not None:
-            start = json.loads(hit[0])
-            first, prompt = start["observation"], start["system_prompt"]
+        start = self._cached_start(task)
+        if start is not None:
+            first, prompt = start
         elif self.route == "real-first":
             first, prompt = self._real_reset(task), self.real.system_prompt()
-            self.cache.put(self._reset_key(task), json.dumps({"observation": first, "system_prompt": prompt}),
-                           {"kind": "real"})
+            self._save_start(task, first, prompt)
         else:
             self.sim.reset(task)
             first, prompt = self.sim.trajectory.initial_observation, self.sim.trajectory.system_prompt
@@ -242,10 +258,7 @@ class HybridEnv(_Recorded):
             if hit is not None:
                 if source != REAL_SOURCE:
                     self._diverged = True
-                observation, original = hit
-                prov = Provenance(kind="replayed", source=original.get("source", source),
-                                  sampling=original.get("sampling"), controls=original.get("controls"))
-                return self._record(action, observation, prov, route="cache")
+                return self._record_replayed(action, hit, source, route="cache")
         failure = None
         if self.route == "real-first" and not self._diverged:
             try:
@@ -259,19 +272,20 @@ class HybridEnv(_Recorded):
             self.real = make_real_env(self.domain)
         return self.real.reset(task)
 
-    def _real_step(self, action: str) -> StepResult:
+    def _catch_up(self) -> None:
+        """Start the real environment if needed and play the turns it has not played (those
+        replayed from the cache), so that its state matches the history."""
         traj = self._require()
         if self.real is None:
             self._real_reset(self.task)
-        for turn in traj.turns[self._real_turns:]:  # catch up on turns replayed from the cache
+        for turn in traj.turns[self._real_turns:]:
             self.real.step(turn.action)
-        key = self._key(action)
-        result = self.real.step(action)
-        prov = Provenance(kind="real", source=f"{self.domain}/{type(self.real).__name__}")
-        self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))
-        self._real_turns = len(traj.turns) + 1
-        out = self._record(action, result.observation, prov, route="real", **result.info)
-        out.done = result.done
+        self._real_turns = len(traj.turns)
+
+    def _real_step(self, action: str) -> StepResult:
+        self._catch_up()
+        out = self._record_real(self.real, action, route="real")
+        self._real_turns += 1
         return out
 
     def _sim_step(self, action: str, failure: str | None) -> StepResult:
@@ -296,11 +310,7 @@ class HybridEnv(_Recorded):
         actions first), with ``real-first``; else the reward model's judgement."""
         traj = self._require()
         if self.route == "real-first" and not self._diverged:
-            if self.real is None:
-                self._real_reset(self.task)
-            for turn in traj.turns[self._real_turns:]:
-                self.real.step(turn.action)
-            self._real_turns = len(traj.turns)
+            self._catch_up()
             traj.reward = self.real.verify()
         else:
             self.sim.restore(traj)
