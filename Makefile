@@ -1,4 +1,4 @@
-# lwm: `make run` evaluates the embedded world model on the real terminal suite;
+# lwm: `make run` evaluates the embedded (warm-up) world model on the real terminal suite;
 # `make test` runs the test suite. Both install everything first (idempotent).
 PYTHON ?= python3
 VENV   ?= .venv
@@ -51,8 +51,11 @@ $(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
 	$(BIN)/lwm setup
 	touch $@
 
+# The warm-up world model by default; `make run MODEL=embedded` evaluates the base model
+# (":=": a MODEL variable in the environment does not change it, the command line does).
+MODEL := embedded-warmup
 run: install
-	$(BIN)/lwm eval
+	$(BIN)/lwm eval --model $(MODEL)
 
 test: install
 	$(BIN)/python -m pytest -q

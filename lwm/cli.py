@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from lwm.errors import LwmError
+from lwm.models import WORLD_MODEL
 
 app = typer.Typer(
     help="Language World Models: collect real transitions, predict them with a world model, score fidelity.",
@@ -116,8 +117,10 @@ def eval_(
                                         "--domain (terminal when none is given)."),
     out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/<timestamp>). Re-run with the "
                                        "same directory to resume."),
-    model: str = typer.Option("embedded", help="'embedded' (SmolLM2-135M on llama.cpp), a .gguf path, or the "
-                              "model name served at --base-url."),
+    model: str = typer.Option(WORLD_MODEL, help="'embedded-warmup' (SmolLM2-135M on llama.cpp with the "
+                              "shipped warm-up adapter), 'embedded' (the base model), a .gguf path, "
+                              "'baseline:repeat-last' or 'baseline:trivial' (reference predictors without a model; "
+                              "not to be confused with --baseline), or the model name served at --base-url."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
     adapter: Optional[Path] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export) for the local "
@@ -128,8 +131,9 @@ def eval_(
     concurrency: int = typer.Option(16, min=1, help="Requests in flight (OpenAI-compatible backends)."),
     temperature: float = typer.Option(0.0, min=0.0, help="Sampling temperature (0 = greedy)."),
     top_p: float = typer.Option(1.0, min=0.0, max=1.0, help="Nucleus sampling mass."),
-    max_tokens: int = typer.Option(128, min=1, help="Generated tokens per row at most (real terminal screens "
-                                   "of the suite: mean 83, max 261 tokens; raise it for reasoning models)."),
+    max_tokens: int = typer.Option(320, min=1, help="Generated tokens per row at most (the longest real "
+                                   "observation of the terminal, db, code and mcp suites: 273 tokens with tags; "
+                                   "raise it for reasoning models)."),
     stop: Optional[list[str]] = typer.Option(None, help="Stop strings (repeatable; default: the end of the answer "
                                              "tag and the start of a new turn)."),
     seed: int = typer.Option(0, help="Sampling seed."),
@@ -174,6 +178,19 @@ def eval_(
         judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
     )
     try:
+        # The models first: a missing file or a typo fails before minutes of collection.
+        if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
+            model = served_model(base_url, api_key)
+        if adapter and model == WORLD_MODEL:  # --adapter replaces the shipped one on the base model
+            model = "embedded"
+        wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
+                        context_window=context_window, adapter=str(adapter) if adapter else None)
+        judge = None
+        if judge_model:
+            if judge_model.startswith("baseline:"):
+                raise ValueError(f"{judge_model} is a reference predictor, not a judge")
+            judge = load_model(judge_model, base_url=judge_base_url or base_url, api_key=judge_api_key or api_key,
+                               concurrency=concurrency, timeout=timeout)
         if data is None:
             from lwm.data.collect import CollectConfig
             from lwm.data.collect import collect as run_collect
@@ -186,14 +203,6 @@ def eval_(
                     raise LwmError(f"no {d} episode could be played: {next(iter(got.failed.values()))}")
             config.data = out / "data"
         rows = load_rows(config.data, config.domains, config.limit)
-        if base_url and model == "embedded":  # no --model: use what the server serves
-            model = served_model(base_url, api_key)
-        wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
-                        context_window=context_window, adapter=str(adapter) if adapter else None)
-        judge = None
-        if judge_model:
-            judge = load_model(judge_model, base_url=judge_base_url or base_url, api_key=judge_api_key or api_key,
-                               concurrency=concurrency, timeout=timeout)
         summary = asyncio.run(evaluate(config, wm, judge, rows=rows, show_progress=progress))
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted[/yellow]; resume with the same command and --out {out}")
@@ -216,8 +225,9 @@ def rollout(
     policy: str = typer.Option("scripted", help="'scripted' (the suite's actions), 'embedded', or the agent model "
                                "served at --policy-base-url."),
     policy_base_url: Optional[str] = typer.Option(None, help="The agent's OpenAI-compatible endpoint."),
-    model: str = typer.Option("embedded", help="World model (sim, hybrid, replay of model output): 'embedded' or "
-                              "the name served at --base-url; 'real' replays real observations."),
+    model: str = typer.Option(WORLD_MODEL, help="World model (sim, hybrid, replay of model output): "
+                              "'embedded-warmup', 'embedded' (base), or the name served at --base-url; 'real' "
+                              "replays real observations."),
     base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for the endpoints."),
     cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
@@ -250,6 +260,13 @@ def rollout(
     except ValueError as e:
         _fail(e)
     out = out or _run_dir() / "rollout"
+    if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
+        from lwm.models import served_model
+
+        try:
+            model = served_model(base_url, api_key)
+        except LwmError as e:
+            _fail(e)
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
                            policy=policy, policy_base_url=policy_base_url, world_model=model, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
@@ -313,8 +330,8 @@ def serve_env(
     backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model: str = typer.Option("embedded", help="World model (sim, hybrid): 'embedded' or the name served at "
-                              "--base-url."),
+    model: str = typer.Option(WORLD_MODEL, help="World model (sim, hybrid): 'embedded-warmup', 'embedded' "
+                              "(base) or the name served at --base-url."),
     base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
     cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
@@ -324,7 +341,7 @@ def serve_env(
 ) -> None:
     """Serve an environment (any domain, any backend) as an OpenEnv server: sessions over
     the WebSocket /ws, each with its own isolated environment."""
-    from lwm.models import load_model
+    from lwm.models import load_model, served_model
     from lwm.sim.backends import BACKENDS
     from lwm.sim.openenv_server import serve_env as run_server
     from lwm.suites import load_suite
@@ -335,6 +352,8 @@ def serve_env(
         _fail(ValueError(f"--backend {backend} needs --cache"))
     try:
         tasks = [e.task for e in load_suite(domain)] if suite else []
+        if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
+            model = served_model(base_url, api_key)
         wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
         extra = {"max_turns": max_turns} if backend == "sim" else {}
         run_server(domain, backend, host, port, model=wm, cache=str(cache) if cache else None,
@@ -349,17 +368,20 @@ def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
     model_path: Optional[Path] = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
-    name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name)."),
+    name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name, "
+                                       "+<adapter file stem> with --adapter)."),
     n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
     prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
+    adapter: Optional[str] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export), or 'warmup' "
+                                          "for the shipped warm-up world model (default: the base model)."),
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
     from lwm.models.server import serve
 
     try:
         serve(host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
-              prompt_cache_bytes=prompt_cache_mb << 20)
+              prompt_cache_bytes=prompt_cache_mb << 20, adapter=adapter)
     except LwmError as e:
         _fail(e)
 

@@ -197,6 +197,40 @@ def format_prompt_item(
     return "\n\n".join(parts)
 
 
+def _fenced_after(lines: list[str], start: int, label: str) -> tuple[str, int] | None:
+    # The fenced block that follows the first line equal to ``label`` at or after line
+    # ``start`` (blank lines may come between): ``(content, index of its closing fence)``.
+    # As in Markdown, a closing fence is a run of at least as many of the same characters.
+    at = next((i for i in range(start, len(lines)) if lines[i].strip() == label), None)
+    if at is None:
+        return None
+    i = at + 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    opening = lines[i].strip() if i < len(lines) else ""
+    char = opening[:1]
+    fence = opening[: len(opening) - len(opening.lstrip(char))] if char in ("`", "~") else ""
+    if len(fence) < 3:
+        return None
+    for end in range(i + 1, len(lines)):
+        closing = lines[end].strip()
+        if len(closing) >= len(fence) and closing == char * len(closing):
+            return "\n".join(lines[i + 1 : end]), end
+    return None
+
+
+def parse_prompt_item(item: str) -> tuple[str | None, str | None]:
+    """``(action, state)`` of one turn's user-side text, the inverse of
+    :func:`format_prompt_item`: the fenced blocks after the ``**Current State:**`` and
+    ``**Action:**`` labels (the action is looked for after the state block, so a label
+    quoted inside the state is not taken for it). ``None`` for a block that is missing:
+    rows written by other tools may lay turns out differently."""
+    lines = item.replace("\r\n", "\n").split("\n")
+    state = _fenced_after(lines, 0, "**Current State:**")
+    action = _fenced_after(lines, state[1] + 1 if state else 0, "**Action:**")
+    return (action[0] if action else None), (state[0] if state else None)
+
+
 def format_response(observation: str) -> str:
     """The ground-truth response text of one turn."""
     return f"{OBSERVATION_MARKER}\n{_fence(observation)}"

@@ -23,8 +23,9 @@ from lwm.data.build import (
 from lwm.data.collect import CollectConfig, collect
 from lwm.data.commands import data_app
 from lwm.errors import RowFormatError
+from lwm.eval.runner import load_rows
 from lwm.jsonl import iter_jsonl
-from lwm.parse import parse_output
+from lwm.parse import observation_text, parse_output
 from lwm.prompts import build_messages
 from lwm.schema import (
     Provenance,
@@ -164,6 +165,11 @@ def test_real_db_examples_template_budget_first_run(real_db, tok, tmp_path):
         assert "<think>" not in r["completion"][0]["content"]
         assert r["source"].startswith(str(real_db / "trajectories.jsonl") + ":")
     assert dropped_seen > 0  # the budget was tight enough to matter
+    # the held-out rows are exactly the validation examples' turns, ready for `lwm eval --data`
+    heldout = load_rows(out / "heldout")
+    assert [(str(r.id), r.turn_idx) for r in heldout] == \
+        [(r["trajectory_id"], r["turn"]) for r in examples["validation"]]
+    assert all(observation_text(r.ground_truth) == e["observation"] for r, e in zip(heldout, examples["validation"]))
     assert res.manifest["counts"]["examples_with_dropped_turns"] == dropped_seen
     # Parquet holds the same records, loadable with `datasets`
     ds = load_built(out)

@@ -1,4 +1,4 @@
-"""`lwm eval` end to end: real terminal, embedded model, three turns, from the CLI."""
+"""`lwm eval` end to end: real terminal, the embedded (warm-up) world model, from the CLI."""
 
 import json
 import subprocess
@@ -18,7 +18,7 @@ def test_cli_eval_three_turns_with_embedded_model(tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rows"] == 3 and summary["failed"] == 0
-    assert summary["run"]["model"] == "SmolLM2-135M-Instruct-Q4_1"
+    assert summary["run"]["model"] == "SmolLM2-135M-Instruct-Q4_1+smollm2-135m-warmup"  # the default world model
     preds = [json.loads(l) for l in (out / "predictions.jsonl").read_text().splitlines()]
     assert [p["turn_idx"] for p in preds] == [1, 2, 3]
     assert all(0.0 <= p["fidelity"]["edit_similarity"] <= 1.0 for p in preds)
@@ -36,10 +36,10 @@ def test_cli_eval_three_turns_with_embedded_model(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["fs", "mcp", "db", "code", "search", "web", "swe"])
 def test_collect_and_eval_every_domain_with_embedded_model(tmp_path, domain):
-    """The embedded model predicts real rows of every domain (long tool lists included)."""
+    """The base embedded model predicts real rows of every domain (long tool lists included)."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "lwm.cli", "eval", "--domain", domain, "--episodes", "1", "--limit", "2",
-           "--max-tokens", "32", "--out", str(out), "--no-progress"]
+           "--model", "embedded", "--max-tokens", "32", "--out", str(out), "--no-progress"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())

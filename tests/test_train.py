@@ -21,6 +21,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from typer.testing import CliRunner  # noqa: E402
 
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError  # noqa: E402
+from lwm.jsonl import _umask  # noqa: E402
 from lwm.train.commands import train_app  # noqa: E402
 from lwm.train.sft import TrainConfig, load_sft_dataset, to_prompt_completion  # noqa: E402
 
@@ -165,6 +166,11 @@ def test_resume_continues_the_step_count(run, tmp_path):
     first_step = next(h for h in res.log_history if "loss" in h)  # every step is the same batch of 8
     assert res.train_tokens == first_step["num_tokens"]  # this call trained one step only
     assert (out / "checkpoint-7").is_dir() and (out / "adapter" / "adapter_model.safetensors").is_file()
+    # a checkpoint exports too: its base model comes from the run's settings
+    cli = CliRunner().invoke(train_app, ["export", "--adapter", str(out / "checkpoint-7"),
+                                         "--out", str(tmp_path / "ck.gguf")])
+    assert cli.exit_code == 0, cli.output
+    assert (tmp_path / "ck.gguf").stat().st_mode & 0o777 == 0o666 & ~_umask()
 
 
 @pytest.mark.slow

@@ -33,6 +33,8 @@ Output directory::
     train.jsonl, validation.jsonl            the same examples as JSON Lines
     README.md                                dataset card (``datasets.load_dataset(out)`` works)
     manifest.json                            settings, counts, which families/episodes went where
+    heldout/{domain}_test.jsonl              the validation examples as AgentWorldBench rows
+                                             (``lwm eval --data <out>/heldout``)
 
 Every file is written atomically (temporary file, then rename); the manifest last.
 """
@@ -56,9 +58,10 @@ from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
 from lwm.progress import progress_bar
 from lwm.prompts import build_messages
-from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory
+from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
 
 SPLITS = ("train", "validation")
+HELDOUT_DIR = "heldout"
 MANIFEST_KIND = "lwm-dataset"
 _RUN_SUFFIX = re.compile(r"/run(\d+)$")
 
@@ -459,7 +462,9 @@ configs:
 
 Next-observation examples written by `lwm {command}` (conversational prompt-completion
 format: `prompt` is the world-model chat, `completion` the assistant target). See
-`manifest.json` for settings, counts and which task families are in which split.
+`manifest.json` for settings, counts and which task families are in which split;
+`heldout/` (from `lwm data build`), the validation examples as AgentWorldBench rows for
+`lwm eval --data`.
 
 ```python
 from lwm.data.build import load_built
@@ -505,6 +510,21 @@ def write_dataset(
             files.append(f"  - split: {split}\n    path: {split}.parquet")
     write_atomic(out / "README.md", _CARD.format(files="\n".join(files), command=command, name=out))
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
+
+
+def write_heldout_rows(directory: Path, rows: Sequence[BenchRow]) -> None:
+    """Write the validation examples' AgentWorldBench rows as ``{domain}_test.jsonl`` (what
+    ``lwm eval --data`` reads), replacing the files of an earlier build. Only the turns
+    that became examples are there (those that fit the token budget)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    by_domain: dict[str, list[BenchRow]] = defaultdict(list)
+    for row in rows:
+        by_domain[row.domain].append(row)
+    for stale in directory.glob("*_test.jsonl"):
+        if stale.name.removesuffix("_test.jsonl") not in by_domain:
+            stale.unlink()
+    for domain, domain_rows in by_domain.items():
+        write_rows(directory / f"{domain}_test.jsonl", domain_rows)
 
 
 def read_built(path: str | Path) -> tuple[dict[str, list[dict]], dict]:
@@ -662,6 +682,7 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
     tok = tokenizer or load_tokenizer(config.tokenizer)
 
     records: list[dict] = []
+    rows: dict[str, BenchRow] = {}  # example id -> its AgentWorldBench row (for held-out rows)
     seen: set[str] = set()
     with progress_bar("build examples", total=len(candidates), enabled=show_progress) as advance:
         for c in candidates:
@@ -679,6 +700,7 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
                 counts["duplicates"] += 1
                 continue
             seen.add(rec["id"])
+            rows[rec["id"]] = c.row
             counts["examples_with_dropped_turns"] += bool(dropped)
             counts["dropped_turns"] += len(dropped)
             records.append(rec)
@@ -724,6 +746,9 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
         "families": {k: {"split": v["split"], "episodes": sorted(v["episodes"]), "examples": v["examples"]}
                      for k, v in sorted(families.items())},
     }
+    # With its family, so a build from these rows keeps the families together.
+    heldout = [BenchRow(**rows[r["id"]].model_dump(), family=r["family"]) for r in examples["validation"]]
+    write_heldout_rows(Path(config.out) / HELDOUT_DIR, heldout)
     write_dataset(config.out, examples, manifest)
     return BuildResult(Path(config.out), {s: len(examples[s]) for s in SPLITS}, manifest, time.monotonic() - t0)
 

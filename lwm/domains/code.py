@@ -169,3 +169,9 @@ def canonical(observation: str) -> str:
     ``at 0x?>``, since they differ from run to run."""
     lines = [line.rstrip() for line in observation.strip("\n").split("\n")]
     return _ADDRESS.sub("at 0x?>", "\n".join(lines))
+
+
+def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
+    """The domain-aware trivial guess (a baseline, not a world model): most cells
+    (assignments, definitions, imports) print nothing."""
+    return EMPTY

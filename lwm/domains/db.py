@@ -129,3 +129,36 @@ def system_prompt(engine: str = "sqlite", setup: tuple[str, ...] = (), timeout: 
     setup_text = f"\nThe database was prepared (before the episode) with:\n```sql\n{text}\n```\n" if text else \
         "\nThe database starts empty.\n"
     return SYSTEM_PROMPT.format(client=client, format=fmt, setup=setup_text, timeout=f"{timeout:g}")
+
+
+
+_TAGS = {"INSERT": "INSERT 0 1", "UPDATE": "UPDATE 1", "DELETE": "DELETE 1", "BEGIN": "BEGIN", "START": "BEGIN",
+         "COMMIT": "COMMIT", "END": "COMMIT", "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK", "SET": "SET",
+         "SAVEPOINT": "SAVEPOINT", "RELEASE": "RELEASE", "TRUNCATE": "TRUNCATE TABLE"}
+_OBJECT_MODIFIERS = {"OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY", "UNLOGGED", "MATERIALIZED", "IF", "NOT", "EXISTS"}
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
+    """The domain-aware trivial guess (a baseline, not a world model): what the client
+    prints for statements that return no rows. sqlite3 prints nothing for them; psql
+    (when the system prompt's environment is the psql client) prints a command tag per finished
+    statement, guessed from its first words (``CREATE TABLE``, ``INSERT 0 1``, ``UPDATE 1``
+    …). Queries are guessed empty; statements are split at every ``;``, also inside
+    string literals."""
+    if f"Environment: {_CLIENT['postgres'][0]}" not in system:
+        return ""
+    sql = "\n".join(line for line in action.split("\n") if not line.lstrip().startswith("\\"))  # meta-commands
+    finished = _COMMENTS.sub(" ", sql).split(";")[:-1]  # text after the last ';' is not run yet
+    tags = []
+    for statement in finished:
+        words = statement.upper().split()
+        if not words:
+            continue
+        if words[0] in _TAGS:
+            tags.append(_TAGS[words[0]])
+        elif words[0] in ("CREATE", "DROP", "ALTER"):
+            rest = [w for w in words[1:] if w not in _OBJECT_MODIFIERS]
+            if rest:
+                tags.append(f"{words[0]} {rest[0]}")
+    return "\n".join(tags)

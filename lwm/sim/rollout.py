@@ -22,6 +22,7 @@ from typing import Any
 
 from lwm.envs.base import Task
 from lwm.jsonl import JsonlAppender, dumps, write_atomic
+from lwm.models import WORLD_MODEL
 from lwm.progress import progress_bar
 from lwm.schema import Trajectory, read_trajectories, write_trajectories
 from lwm.suites import load_suite
@@ -40,8 +41,9 @@ class RolloutConfig:
         policy: ``scripted`` (the suite's own actions) or a model for an LLM agent
             (``embedded`` or a name served at ``policy_base_url``).
         policy_base_url: the agent's OpenAI-compatible endpoint.
-        world_model: the world model (``sim``/``hybrid``): ``embedded`` or a name served
-            at ``base_url``.
+        world_model: the world model (``sim``/``hybrid``): ``embedded-warmup`` (the
+            embedded model with the shipped warm-up adapter), ``embedded`` (base) or a name
+            served at ``base_url``.
         base_url: the world model's endpoint.
         api_key: key for both endpoints.
         cache: replay cache file (``replay``, ``hybrid``; ``real`` records into it).
@@ -60,7 +62,7 @@ class RolloutConfig:
     group_size: int = 1
     policy: str = "scripted"
     policy_base_url: str | None = None
-    world_model: str = "embedded"
+    world_model: str = WORLD_MODEL
     base_url: str | None = None
     api_key: str = "EMPTY"
     cache: Path | None = None

@@ -216,14 +216,14 @@ def environment_factory(domain: str, backend: str = "sim", *, model: ChatModel |
         domain: e.g. ``terminal``.
         backend: ``sim`` (default), ``real``, ``replay`` or ``hybrid``.
         model: the world model, shared by every instance (a ``load_model`` spec such as
-            ``"embedded"`` is loaded once, here).
+            ``"embedded-warmup"`` is loaded once, here).
         tasks: the tasks rollouts play (see the module docstring).
         include_instruction: prepend ``Task: <instruction>`` to the initial observation when
             the prompt does not already contain the instruction.
         make_env_kwargs: passed to :func:`lwm.sim.make_env` (``cache``, ``max_turns`` …).
 
     Example:
-        >>> factory = environment_factory("terminal", "sim", model=load_model("embedded"))  # doctest: +SKIP
+        >>> factory = environment_factory("terminal", "sim", model=load_model("embedded-warmup"))  # doctest: +SKIP
         >>> trainer = GRPOTrainer(model=…, train_dataset=…, environment_factory=factory)  # doctest: +SKIP
     """
     loaded, _ = resolve_model(model)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.errors import LwmError, ModelUnavailableError
+from lwm.jsonl import _umask
 
 # Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
 _MODULES = {
@@ -235,6 +236,7 @@ def _write_gguf(out: Path, arch: str, alpha: float, tensors: list[tuple[str, Any
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -448,9 +448,14 @@ def load_trained_model(path: str | Path) -> tuple[Any, Any]:
 
 def _adapter_base(path: Path) -> str:
     """The base model of an adapter folder: ``"embedded"`` or a model directory."""
-    for meta in (path / ADAPTER_META, path.parent / RUN_FILE):
+    # The adapter's own record, else (a checkpoint-N folder) the run's settings.
+    for meta, keys in ((path / ADAPTER_META, ("model",)), (path.parent / RUN_FILE, ("settings", "model"))):
         if meta.is_file():
-            return json.loads(meta.read_text())["model"]
+            value = json.loads(meta.read_text())
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, str) and value:
+                return value
     base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
     if not base:
         raise ModelUnavailableError(f"{path}: cannot tell the adapter's base model (no {ADAPTER_META})")

@@ -1,0 +1,80 @@
+"""Reference predictors that need no model, to put a world model's scores in context.
+
+* ``baseline:repeat-last`` predicts the previous observation again (for turn 1 the
+  initial state shown in the row, else nothing). On screen-like domains (terminal, web)
+  most of the screen survives an action, so this is a strong reference for line F1.
+* ``baseline:trivial`` is the domain's cheap guess from the action and the previous
+  observation, ``trivial_observation(action, previous, system)`` of its module
+  (terminal: the command echoed at the prompt and a fresh prompt on the previous screen;
+  db: psql's command tags; code: no output); a domain without one gets the empty
+  observation.
+
+They predict from the whole AgentWorldBench row (:meth:`RowBaseline.predict_row`), not
+from chat messages: ``lwm eval --model baseline:trivial`` runs them through the same
+scoring and reports as a model (nothing to parse, no history window). They cannot drive a
+simulation or judge (:meth:`RowBaseline.generate` raises).
+"""
+
+from __future__ import annotations
+
+from lwm.domains import trivial_guess
+from lwm.models.base import Generation, Message, SamplingParams, approx_tokens
+from lwm.parse import observation_text
+from lwm.schema import BenchRow, parse_prompt_item
+
+BASELINES = ("repeat-last", "trivial")
+PREFIX = "baseline:"
+
+
+def previous_observation(row: BenchRow) -> str:
+    """The observation before the row's action: the previous turn's ground truth, or for
+    turn 1 the ``**Current State:**`` block of the first prompt (empty without one)."""
+    if row.turn_idx > 1:
+        return observation_text(row.response[row.turn_idx - 2])
+    _, state = parse_prompt_item(row.prompt[0]) if row.prompt else (None, None)
+    return state or ""
+
+
+class RowBaseline:
+    """A reference predictor, evaluated like a model (``name`` is recorded).
+
+    Args:
+        kind: ``"repeat-last"`` or ``"trivial"``.
+
+    Raises:
+        ValueError: unknown kind.
+    """
+
+    context_window = None
+
+    def __init__(self, kind: str) -> None:
+        if kind not in BASELINES:
+            raise ValueError(f"unknown baseline {kind!r}; expected one of {', '.join(BASELINES)}")
+        self.kind, self.name = kind, PREFIX + kind
+
+    def predict_row(self, row: BenchRow) -> str:
+        """The predicted observation text for ``row``.
+
+        Raises:
+            ValueError: (``trivial``) the row's current prompt has no fenced
+                ``**Action:**`` block to read the action from.
+        """
+        previous = previous_observation(row)
+        if self.kind == "repeat-last":
+            return previous
+        guess = trivial_guess(row.domain)
+        if guess is None:
+            return ""
+        action, _ = parse_prompt_item(row.current_prompt or row.prompt[row.turn_idx - 1])
+        if action is None:
+            raise ValueError("no fenced **Action:** block in the row's current prompt")
+        return guess(action, previous, row.system_str)
+
+    async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
+        raise TypeError(f"{self.name} predicts AgentWorldBench rows (lwm eval), it cannot answer chat messages")
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        pass

@@ -1,0 +1,71 @@
+"""The shipped warm-up adapter: small, loadable in both llama.cpp paths, the default world
+model, and better than the base model on real held-out rows."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lwm.errors import ModelUnavailableError
+from lwm.eval.runner import EvalConfig, evaluate, load_rows
+from lwm.models import WORLD_MODEL, load_model
+from lwm.models.base import SamplingParams
+from lwm.models.embedded import WARMUP_ADAPTER
+from lwm.parse import DEFAULT_STOP
+
+llama_cpp = pytest.importorskip("llama_cpp")
+
+# Nine real turns (terminal, db, code: the first three of one held-out episode each) from
+# the validation split of the dataset the adapter was trained on (docs/results.md).
+SAMPLE = Path(__file__).parent / "fixtures" / "warmup"
+
+
+def test_the_adapter_is_small_and_documented():
+    from gguf import GGUFReader
+
+    assert WARMUP_ADAPTER.stat().st_size <= 20 * 2**20
+    fields = GGUFReader(WARMUP_ADAPTER).fields
+    assert bytes(fields["general.type"].parts[-1]).decode() == "adapter"
+    assert bytes(fields["general.architecture"].parts[-1]).decode() == "llama"
+    meta = json.loads(WARMUP_ADAPTER.with_suffix(".json").read_text())
+    assert meta["training"]["steps"] > 0 and meta["data"]["counts"]["train"] > 0
+    import hashlib
+
+    assert meta["sha256"] == hashlib.sha256(WARMUP_ADAPTER.read_bytes()).hexdigest()
+
+
+async def test_default_world_model_is_the_warm_up():
+    wm = load_model()
+    try:
+        assert WORLD_MODEL == "embedded-warmup" and wm.name == "SmolLM2-135M-Instruct-Q4_1+smollm2-135m-warmup"
+    finally:
+        await wm.aclose()
+    with pytest.raises(ValueError, match="already has its adapter"):
+        load_model(WORLD_MODEL, adapter=str(WARMUP_ADAPTER))
+
+
+def test_served_with_the_adapter(tmp_path):
+    from lwm.models.server import create_app
+
+    assert create_app(adapter="warmup", prompt_cache_bytes=0).state.lwm_model_name == \
+        "SmolLM2-135M-Instruct-Q4_1+smollm2-135m-warmup"
+    with pytest.raises(ModelUnavailableError, match="no adapter file"):
+        create_app(adapter=str(tmp_path / "missing.gguf"))
+
+
+@pytest.mark.slow
+async def test_warm_up_beats_the_base_model_on_held_out_rows(tmp_path):
+    rows = load_rows(SAMPLE)
+    assert len(rows) == 9
+    sampling = SamplingParams(temperature=0.0, max_tokens=320, stop=DEFAULT_STOP)
+    f1 = {}
+    for spec in ("embedded", WORLD_MODEL):
+        model = load_model(spec)
+        try:
+            summary = await evaluate(EvalConfig(out=tmp_path / spec, sampling=sampling), model, rows=rows,
+                                     show_progress=False)
+        finally:
+            await model.aclose()
+        assert summary["failed"] == 0
+        f1[spec] = summary["macro"]["line_f1"]
+    assert f1[WORLD_MODEL] >= f1["embedded"] + 20, f1
