@@ -117,14 +117,16 @@ def eval_(
                                         "--domain (terminal when none is given)."),
     out: Optional[Path] = typer.Option(None, help="Run directory (default: runs/<timestamp>). Re-run with the "
                                        "same directory to resume."),
-    model: str = typer.Option(WORLD_MODEL, help="'embedded-warmup' (SmolLM2-135M on llama.cpp with the "
-                              "shipped warm-up adapter), 'embedded' (the base model), a .gguf path, "
-                              "'baseline:repeat-last' or 'baseline:trivial' (reference predictors without a model; "
-                              "not to be confused with --baseline), or the model name served at --base-url."),
+    model: Optional[str] = typer.Option(None, help="'embedded-warmup' (default: SmolLM2-135M on llama.cpp with "
+                                        "the shipped warm-up adapter), 'embedded' (the base model), a .gguf path, "
+                                        "'baseline:repeat-last' or 'baseline:trivial' (reference predictors without "
+                                        "a model; not to be confused with --baseline), or the model name served at "
+                                        "--base-url (default there: the first one it lists)."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
     adapter: Optional[Path] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export) for the local "
-                                           "llama.cpp model."),
+                                           "llama.cpp model; without --model it goes on the base model instead of "
+                                           "the warm-up adapter."),
     domain: Optional[list[str]] = typer.Option(None, help="Only these domains (repeatable)."),
     limit: Optional[int] = typer.Option(None, min=1, help="Only the first N rows (over all domains, in file order)."),
     episodes: Optional[int] = typer.Option(None, min=1, help="Built-in suite: only the first N episodes."),
@@ -179,10 +181,8 @@ def eval_(
     )
     try:
         # The models first: a missing file or a typo fails before minutes of collection.
-        if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
-            model = served_model(base_url, api_key)
-        if adapter and model == WORLD_MODEL:  # --adapter replaces the shipped one on the base model
-            model = "embedded"
+        if model is None:  # the served model, your adapter on the base model, or the warm-up world model
+            model = served_model(base_url, api_key) if base_url else "embedded" if adapter else WORLD_MODEL
         wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
                         context_window=context_window, adapter=str(adapter) if adapter else None)
         judge = None
@@ -225,9 +225,10 @@ def rollout(
     policy: str = typer.Option("scripted", help="'scripted' (the suite's actions), 'embedded', or the agent model "
                                "served at --policy-base-url."),
     policy_base_url: Optional[str] = typer.Option(None, help="The agent's OpenAI-compatible endpoint."),
-    model: str = typer.Option(WORLD_MODEL, help="World model (sim, hybrid, replay of model output): "
-                              "'embedded-warmup', 'embedded' (base), or the name served at --base-url; 'real' "
-                              "replays real observations."),
+    model: Optional[str] = typer.Option(None, help="World model (sim, hybrid, replay of model output): "
+                                        "'embedded-warmup' (default), 'embedded' (base), or the name served at "
+                                        "--base-url (default there: the first one it lists); 'real' replays real "
+                                        "observations."),
     base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for the endpoints."),
     cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
@@ -260,11 +261,11 @@ def rollout(
     except ValueError as e:
         _fail(e)
     out = out or _run_dir() / "rollout"
-    if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
+    if model is None:  # the served model, or the warm-up world model
         from lwm.models import served_model
 
         try:
-            model = served_model(base_url, api_key)
+            model = served_model(base_url, api_key) if base_url else WORLD_MODEL
         except LwmError as e:
             _fail(e)
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
@@ -330,8 +331,9 @@ def serve_env(
     backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model: str = typer.Option(WORLD_MODEL, help="World model (sim, hybrid): 'embedded-warmup', 'embedded' "
-                              "(base) or the name served at --base-url."),
+    model: Optional[str] = typer.Option(None, help="World model (sim, hybrid): 'embedded-warmup' (default), "
+                                        "'embedded' (base) or the name served at --base-url (default there: the "
+                                        "first one it lists)."),
     base_url: Optional[str] = typer.Option(None, help="The world model's OpenAI-compatible endpoint."),
     api_key: str = typer.Option("EMPTY", envvar="LWM_API_KEY", help="API key for --base-url."),
     cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
@@ -352,8 +354,8 @@ def serve_env(
         _fail(ValueError(f"--backend {backend} needs --cache"))
     try:
         tasks = [e.task for e in load_suite(domain)] if suite else []
-        if base_url and model == WORLD_MODEL:  # no --model: use what the server serves
-            model = served_model(base_url, api_key)
+        if model is None:  # the served model, or the warm-up world model
+            model = served_model(base_url, api_key) if base_url else WORLD_MODEL
         wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
         extra = {"max_turns": max_turns} if backend == "sim" else {}
         run_server(domain, backend, host, port, model=wm, cache=str(cache) if cache else None,

@@ -66,6 +66,7 @@ def test_terminal_trivial_guess_echoes_and_prompts():
     assert got.split("\n") == ["root@box:/app# echo " + "x" * 10, "x" * 10, "root@box:/app#"]
     # no previous screen (rows without an initial state): the prompt of the system prompt
     assert terminal.trivial_observation(keys("ls\n"), "", system) == "root@box:/app# ls\nroot@box:/app#"
+    assert terminal.trivial_observation(keys("ls\n"), PROMPT + " \n\n") == f"{PROMPT} ls\n{PROMPT}"
     # not at a prompt (a program is running): typed text goes where the cursor is, default prompt after
     assert terminal.trivial_observation(keys("y\n"), "Continue? [y/N]") == f"Continue? [y/N]y\n{PROMPT}"
     # an action that is not the terminal's JSON types nothing; a zero-sized screen does not crash

@@ -170,6 +170,11 @@ def test_real_db_examples_template_budget_first_run(real_db, tok, tmp_path):
     assert [(str(r.id), r.turn_idx) for r in heldout] == \
         [(r["trajectory_id"], r["turn"]) for r in examples["validation"]]
     assert all(observation_text(r.ground_truth) == e["observation"] for r, e in zip(heldout, examples["validation"]))
+    assert [r.model_extra["family"] for r in heldout] == [e["family"] for e in examples["validation"]]
+    # the held-out rows build again, families kept
+    again = build(BuildConfig([out / "heldout"], tmp_path / "again", max_tokens=budget, val_fraction=1.0),
+                  tokenizer=tok, show_progress=False)
+    assert sorted(again.manifest["families"]) == res.manifest["splits"]["validation"]["families"]
     assert res.manifest["counts"]["examples_with_dropped_turns"] == dropped_seen
     # Parquet holds the same records, loadable with `datasets`
     ds = load_built(out)

@@ -2,6 +2,8 @@
 model, and better than the base model on real held-out rows."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,20 @@ async def test_default_world_model_is_the_warm_up():
         await wm.aclose()
     with pytest.raises(ValueError, match="already has its adapter"):
         load_model(WORLD_MODEL, adapter=str(WARMUP_ADAPTER))
+
+
+def test_bad_adapters_are_refused_before_llama_cpp_sees_them(tmp_path):
+    from lwm.models.embedded import embedded_gguf_path
+
+    junk = tmp_path / "junk.gguf"
+    junk.write_text("not a model")
+    for path, message in ((tmp_path / "missing.gguf", "no adapter file"), (junk, "not a GGUF file"),
+                          (embedded_gguf_path(), "not a LoRA adapter")):
+        with pytest.raises(ModelUnavailableError, match=message):
+            load_model("embedded", adapter=str(path))
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--adapter", str(junk), "--data", str(SAMPLE),
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not a GGUF file" in r.stderr and not (tmp_path / "run" / "run.json").exists()
 
 
 def test_served_with_the_adapter(tmp_path):

@@ -62,6 +62,7 @@ from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_
 
 SPLITS = ("train", "validation")
 HELDOUT_DIR = "heldout"
+_FILE_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 MANIFEST_KIND = "lwm-dataset"
 _RUN_SUFFIX = re.compile(r"/run(\d+)$")
 
@@ -516,10 +517,13 @@ def write_heldout_rows(directory: Path, rows: Sequence[BenchRow]) -> None:
     """Write the validation examples' AgentWorldBench rows as ``{domain}_test.jsonl`` (what
     ``lwm eval --data`` reads), replacing the files of an earlier build. Only the turns
     that became examples are there (those that fit the token budget)."""
-    directory.mkdir(parents=True, exist_ok=True)
     by_domain: dict[str, list[BenchRow]] = defaultdict(list)
     for row in rows:
         by_domain[row.domain].append(row)
+    bad = [d for d in by_domain if not _FILE_SAFE.fullmatch(d)]
+    if bad:  # checked before anything is written or removed
+        raise ValueError(f"domain names {bad!r} cannot name a {{domain}}_test.jsonl file (letters, digits, _ - .)")
+    directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob("*_test.jsonl"):
         if stale.name.removesuffix("_test.jsonl") not in by_domain:
             stale.unlink()
@@ -747,7 +751,7 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
                      for k, v in sorted(families.items())},
     }
     # With its family, so a build from these rows keeps the families together.
-    heldout = [BenchRow(**rows[r["id"]].model_dump(), family=r["family"]) for r in examples["validation"]]
+    heldout = [BenchRow(**{**rows[r["id"]].model_dump(), "family": r["family"]}) for r in examples["validation"]]
     write_heldout_rows(Path(config.out) / HELDOUT_DIR, heldout)
     write_dataset(config.out, examples, manifest)
     return BuildResult(Path(config.out), {s: len(examples[s]) for s in SPLITS}, manifest, time.monotonic() - t0)

@@ -35,7 +35,8 @@ def build_cmd(
                                        "trajectories.jsonl), a trajectories file or an AgentWorldBench rows file. "
                                        "Repeat, or list more paths after the options."),
     more: Optional[List[Path]] = typer.Argument(None, help="More sources (same as --from).", show_default=False),
-    out: Path = typer.Option(..., help="Output directory (Parquet + JSONL + manifest.json)."),
+    out: Path = typer.Option(..., help="Output directory (Parquet + JSONL + manifest.json; heldout/: the "
+                             "validation split as AgentWorldBench rows for lwm eval --data)."),
     max_tokens: int = typer.Option(2048, min=16, help="Token budget per example: prompt + target, chat template "
                                    "included; the oldest history turns are dropped first."),
     tokenizer: str = typer.Option("embedded", help="Tokenizer that measures examples: 'embedded' (the SmolLM2 "

@@ -159,7 +159,7 @@ def trivial_observation(action: str, previous: str = "", system: str = "") -> st
         keys = parse_action(action)
     except ActionFormatError:
         keys = []
-    *done, last = previous.split("\n")
+    *done, last = previous.rstrip("\n").split("\n")
     at_prompt = bool(_PROMPT_END.search(last))
     prompt = last.rstrip() + " " if at_prompt else default_prompt
     line = prompt if at_prompt or not previous.strip() else last

@@ -44,6 +44,32 @@ def adapter_name(model_name: str, adapter: str | Path) -> str:
     return f"{model_name}+{Path(adapter).stem}"
 
 
+def check_adapter(path: str | Path) -> Path:
+    """``path`` if it is a GGUF LoRA adapter (llama.cpp crashes on anything else).
+
+    Raises:
+        ModelUnavailableError: no such file, not a GGUF file, or a GGUF that is not an adapter.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelUnavailableError(f"no adapter file at {path}")
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise ModelUnavailableError(f"{path} is not a GGUF file (convert a trained adapter with lwm train export)")
+    try:
+        from gguf import GGUFReader
+    except ImportError:  # the hf extra is not installed: the magic number is all we can check
+        return path
+    try:
+        field = GGUFReader(path).fields.get("general.type")
+        kind = bytes(field.parts[-1]).decode() if field else None
+    except Exception as e:  # a truncated or corrupt file
+        raise ModelUnavailableError(f"{path} is not a readable GGUF file: {e}") from None
+    if kind != "adapter":
+        raise ModelUnavailableError(f"{path} is a GGUF {kind or 'model'}, not a LoRA adapter")
+    return path
+
+
 def embedded_gguf_path() -> Path:
     """Path of the bundled GGUF file.
 
@@ -78,7 +104,8 @@ class LlamaCppChatModel:
         name: model name recorded in provenance.
 
     Raises:
-        ModelUnavailableError: ``llama-cpp-python`` or the weights are missing.
+        ModelUnavailableError: ``llama-cpp-python``, the weights or the adapter are missing
+            (or the adapter is not a GGUF LoRA adapter).
     """
 
     def __init__(
@@ -99,6 +126,8 @@ class LlamaCppChatModel:
         path = Path(model_path) if model_path else embedded_gguf_path()
         if not path.is_file():
             raise ModelUnavailableError(f"no model file at {path}")
+        if lora_path:
+            check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
         self.context_window = n_ctx
         try:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
-from lwm.models.embedded import EMBEDDED_NAME, adapter_name, embedded_gguf_path, warmup_adapter_path
+from lwm.models.embedded import EMBEDDED_NAME, adapter_name, check_adapter, embedded_gguf_path, warmup_adapter_path
 
 
 def _bounded_ram_cache(capacity_bytes: int):
@@ -58,10 +58,8 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     if not path.is_file():
         raise ModelUnavailableError(f"no model file at {path}")
     alias = name or (EMBEDDED_NAME if model_path is None else path.stem)
-    lora = warmup_adapter_path() if adapter == "warmup" else Path(adapter) if adapter else None
+    lora = warmup_adapter_path() if adapter == "warmup" else check_adapter(adapter) if adapter else None
     if lora is not None:
-        if not lora.is_file():
-            raise ModelUnavailableError(f"no adapter file at {lora}")
         alias = name or adapter_name(alias, lora)
     model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
                           n_threads=threads or os.cpu_count() or 1, verbose=False)

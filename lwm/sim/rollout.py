@@ -42,8 +42,8 @@ class RolloutConfig:
             (``embedded`` or a name served at ``policy_base_url``).
         policy_base_url: the agent's OpenAI-compatible endpoint.
         world_model: the world model (``sim``/``hybrid``): ``embedded-warmup`` (the
-            embedded model with the shipped warm-up adapter), ``embedded`` (base) or a name
-            served at ``base_url``.
+            embedded model with the shipped warm-up adapter; the base model then judges the
+            rewards of ``sim``), ``embedded`` (base) or a name served at ``base_url``.
         base_url: the world model's endpoint.
         api_key: key for both endpoints.
         cache: replay cache file (``replay``, ``hybrid``; ``real`` records into it).
@@ -136,6 +136,8 @@ def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
         kwargs["controls"] = tuple(Control.parse(c) for c in s["controls"])
     if s["backend"] == "sim":
         kwargs["max_turns"] = s["max_turns"]
+        if s["world_model"] == WORLD_MODEL:  # the warm-up adapter learned to predict, not to judge
+            kwargs["reward_model"] = _model("embedded", None, api_key)
     if s["backend"] == "hybrid":
         kwargs["route"] = s["route"]
     if s["backend"] == "replay" and s["world_model"] == "real":
