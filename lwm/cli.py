@@ -357,7 +357,9 @@ def serve_env(
         if model is None:  # the served model, or the warm-up world model
             model = served_model(base_url, api_key) if base_url else WORLD_MODEL
         wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
-        extra = {"max_turns": max_turns} if backend == "sim" else {}
+        extra: dict = {"max_turns": max_turns} if backend == "sim" else {}
+        if backend == "sim" and model == WORLD_MODEL:  # the warm-up adapter learned to predict, not to judge
+            extra["reward_model"] = load_model("embedded")
         run_server(domain, backend, host, port, model=wm, cache=str(cache) if cache else None,
                    max_sessions=max_sessions, tasks=tasks, **extra)
     except (LwmError, KeyError, ValueError, OSError) as e:
