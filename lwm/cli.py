@@ -260,6 +260,8 @@ def rollout(
             Control.parse(c)
     except ValueError as e:
         _fail(e)
+    if any(m and m.startswith("baseline:") for m in (model, policy)):
+        _fail(ValueError("baseline:… are reference predictors for lwm eval; they cannot act or simulate"))
     out = out or _run_dir() / "rollout"
     if model is None:  # the served model, or the warm-up world model
         from lwm.models import served_model
@@ -356,6 +358,8 @@ def serve_env(
         tasks = [e.task for e in load_suite(domain)] if suite else []
         if model is None:  # the served model, or the warm-up world model
             model = served_model(base_url, api_key) if base_url else WORLD_MODEL
+        if model.startswith("baseline:"):
+            raise ValueError(f"{model} is a reference predictor for lwm eval; it cannot simulate")
         wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
         extra: dict = {"max_turns": max_turns} if backend == "sim" else {}
         if backend == "sim" and model == WORLD_MODEL:  # the warm-up adapter learned to predict, not to judge

@@ -74,6 +74,8 @@ def test_rollout_on_a_local_ray_instance(tmp_path):
     (["--backend", "replay"], "needs --cache"),
     (["--control", "explode"], "unknown control kind"),
     (["--domain", "nowhere", "--backend", "real"], "no bundled suite"),
+    (["--model", "baseline:trivial"], "reference predictors"),
+    (["--policy", "baseline:repeat-last"], "reference predictors"),
 ])
 def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
     result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])
