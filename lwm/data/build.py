@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
-from lwm.jsonl import _umask, dumps, iter_jsonl, write_atomic, write_jsonl
+from lwm.jsonl import atomic_path, dumps, iter_jsonl, write_atomic, write_jsonl
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
 from lwm.progress import progress_bar
@@ -496,16 +496,8 @@ def write_dataset(
         recs = examples.get(split, [])
         cols = {k: [r[k] for r in recs] for k in features}
         ds = datasets.Dataset.from_dict(cols, features=features)
-        target = out / f"{split}.parquet"
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            ds.to_parquet(tmp)
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(out / f"{split}.parquet") as tmp:
+            ds.to_parquet(str(tmp))
         write_jsonl(out / f"{split}.jsonl", recs)
         if recs:  # `datasets.load_dataset` refuses a split with no rows
             files.append(f"  - split: {split}\n    path: {split}.parquet")

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lwm.errors import LwmError, ModelUnavailableError
-from lwm.jsonl import _umask
+from lwm.jsonl import atomic_path
 
 # Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
 _MODULES = {
@@ -221,11 +219,8 @@ def _natural(name: str) -> tuple:
 def _write_gguf(out: Path, arch: str, alpha: float, tensors: list[tuple[str, Any]], name: str) -> None:
     import gguf
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        writer = gguf.GGUFWriter(tmp, arch)
+    with atomic_path(out) as tmp:
+        writer = gguf.GGUFWriter(str(tmp), arch)
         writer.add_type(gguf.GGUFType.ADAPTER)
         writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
         writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, alpha)
@@ -236,8 +231,3 @@ def _write_gguf(out: Path, arch: str, alpha: float, tensors: list[tuple[str, Any
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
