@@ -25,6 +25,13 @@ app = typer.Typer(
 console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
+def _default_model(base_url: str | None, api_key: str) -> str:
+    """The world model when --model is not given: what --base-url serves, else the warm-up one."""
+    from lwm.models import served_model
+
+    return served_model(base_url, api_key) if base_url else WORLD_MODEL
+
+
 def _run_dir() -> Path:
     return Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
 
@@ -155,9 +162,10 @@ def eval_(
     progress: bool = typer.Option(True, help="Show progress bars."),
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
+    from lwm.eval.baselines import is_baseline
     from lwm.eval.report import print_summary
     from lwm.eval.runner import EvalConfig, evaluate, load_rows
-    from lwm.models import load_model, served_model
+    from lwm.models import load_model
     from lwm.models.base import SamplingParams
     from lwm.parse import DEFAULT_STOP
 
@@ -181,13 +189,13 @@ def eval_(
     )
     try:
         # The models first: a missing file or a typo fails before minutes of collection.
-        if model is None:  # the served model, your adapter on the base model, or the warm-up world model
-            model = served_model(base_url, api_key) if base_url else "embedded" if adapter else WORLD_MODEL
+        if model is None:  # your adapter goes on the base model
+            model = "embedded" if adapter and not base_url else _default_model(base_url, api_key)
         wm = load_model(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout,
                         context_window=context_window, adapter=str(adapter) if adapter else None)
         judge = None
         if judge_model:
-            if judge_model.startswith("baseline:"):
+            if is_baseline(judge_model):
                 raise ValueError(f"{judge_model} is a reference predictor, not a judge")
             judge = load_model(judge_model, base_url=judge_base_url or base_url, api_key=judge_api_key or api_key,
                                concurrency=concurrency, timeout=timeout)
@@ -246,6 +254,7 @@ def rollout(
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Play episodes with a policy against a real, simulated, replayed or hybrid environment."""
+    from lwm.eval.baselines import is_baseline
     from lwm.sim.backends import BACKENDS
     from lwm.sim.controls import Control
     from lwm.sim.rollout import RolloutConfig
@@ -260,16 +269,13 @@ def rollout(
             Control.parse(c)
     except ValueError as e:
         _fail(e)
-    if any(m and m.startswith("baseline:") for m in (model, policy)):
+    if is_baseline(model) or is_baseline(policy):
         _fail(ValueError("baseline:… are reference predictors for lwm eval; they cannot act or simulate"))
     out = out or _run_dir() / "rollout"
-    if model is None:  # the served model, or the warm-up world model
-        from lwm.models import served_model
-
-        try:
-            model = served_model(base_url, api_key) if base_url else WORLD_MODEL
-        except LwmError as e:
-            _fail(e)
+    try:
+        model = model or _default_model(base_url, api_key)
+    except LwmError as e:
+        _fail(e)
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
                            policy=policy, policy_base_url=policy_base_url, world_model=model, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
@@ -345,7 +351,8 @@ def serve_env(
 ) -> None:
     """Serve an environment (any domain, any backend) as an OpenEnv server: sessions over
     the WebSocket /ws, each with its own isolated environment."""
-    from lwm.models import load_model, served_model
+    from lwm.eval.baselines import is_baseline
+    from lwm.models import judge_for, load_model
     from lwm.sim.backends import BACKENDS
     from lwm.sim.openenv_server import serve_env as run_server
     from lwm.suites import load_suite
@@ -356,14 +363,13 @@ def serve_env(
         _fail(ValueError(f"--backend {backend} needs --cache"))
     try:
         tasks = [e.task for e in load_suite(domain)] if suite else []
-        if model is None:  # the served model, or the warm-up world model
-            model = served_model(base_url, api_key) if base_url else WORLD_MODEL
-        if model.startswith("baseline:"):
+        model = model or _default_model(base_url, api_key)
+        if is_baseline(model):
             raise ValueError(f"{model} is a reference predictor for lwm eval; it cannot simulate")
         wm = load_model(model, base_url=base_url, api_key=api_key) if backend in ("sim", "hybrid") else None
         extra: dict = {"max_turns": max_turns} if backend == "sim" else {}
-        if backend == "sim" and model == WORLD_MODEL:  # the warm-up adapter learned to predict, not to judge
-            extra["reward_model"] = load_model("embedded")
+        if backend == "sim" and (judge := judge_for(model)):
+            extra["reward_model"] = load_model(judge)
         run_server(domain, backend, host, port, model=wm, cache=str(cache) if cache else None,
                    max_sessions=max_sessions, tasks=tasks, **extra)
     except (LwmError, KeyError, ValueError, OSError) as e:

@@ -26,6 +26,11 @@ BASELINES = ("repeat-last", "trivial")
 PREFIX = "baseline:"
 
 
+def is_baseline(spec: str | None) -> bool:
+    """Whether a model spec names a reference predictor (``baseline:…``)."""
+    return bool(spec and spec.startswith(PREFIX))
+
+
 def previous_observation(row: BenchRow) -> str:
     """The observation before the row's action: the previous turn's ground truth, or for
     turn 1 the ``**Current State:**`` block of the first prompt (empty without one)."""

@@ -8,8 +8,17 @@ from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, S
 #: (``"embedded"`` alone is the base model, for comparison and for non-world-model roles).
 WORLD_MODEL = "embedded-warmup"
 
-__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "load_model",
-           "served_model"]
+
+
+def judge_for(world_model: str) -> str | None:
+    """The model spec that should judge rewards when ``world_model`` simulates, if not the
+    world model itself: the base model for the warm-up one (its adapter learned to predict
+    observations, not to judge; its verdicts were unreadable in a test rollout)."""
+    return "embedded" if world_model == WORLD_MODEL else None
+
+
+__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "judge_for",
+           "load_model", "served_model"]
 
 
 def served_model(base_url: str, api_key: str = "EMPTY") -> str:

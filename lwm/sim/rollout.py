@@ -22,7 +22,7 @@ from typing import Any
 
 from lwm.envs.base import Task
 from lwm.jsonl import JsonlAppender, dumps, write_atomic
-from lwm.models import WORLD_MODEL
+from lwm.models import WORLD_MODEL, judge_for
 from lwm.progress import progress_bar
 from lwm.schema import Trajectory, read_trajectories, write_trajectories
 from lwm.suites import load_suite
@@ -136,8 +136,8 @@ def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
         kwargs["controls"] = tuple(Control.parse(c) for c in s["controls"])
     if s["backend"] == "sim":
         kwargs["max_turns"] = s["max_turns"]
-        if s["world_model"] == WORLD_MODEL:  # the warm-up adapter learned to predict, not to judge
-            kwargs["reward_model"] = _model("embedded", None, api_key)
+        if judge := judge_for(s["world_model"]):
+            kwargs["reward_model"] = _model(judge, None, api_key)
     if s["backend"] == "hybrid":
         kwargs["route"] = s["route"]
     if s["backend"] == "replay" and s["world_model"] == "real":
