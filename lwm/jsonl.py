@@ -1,4 +1,4 @@
-"""JSON Lines I/O: line-numbered reading, atomic writing, crash-safe appending.
+"""JSON Lines I/O: line-numbered reading, atomic writing, crash-safe appending (and one-document JSON reading).
 
 Lines are split on ``\\n`` only: AgentWorldBench rows contain U+2028 inside strings,
 which ``str.splitlines`` would wrongly treat as a line break.
@@ -59,6 +59,23 @@ def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterat
         if not isinstance(obj, dict):
             raise RowFormatError(path, i + 1, f"expected a JSON object, got {type(obj).__name__}")
         yield i + 1, obj
+
+
+def read_json(path: str | Path) -> Any:
+    """Read one JSON document (a manifest, a config file).
+
+    Raises:
+        RowFormatError: the file cannot be read or is not valid JSON (names the file and line).
+    """
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise RowFormatError(path, 0, f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise RowFormatError(path, 0, "not valid UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise RowFormatError(path, e.lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
 
 
 def dumps(obj: Any) -> str:

@@ -85,6 +85,10 @@ def test_db_and_code_trivial_guesses():
     got = db.trivial_observation("-- note\nCREATE UNIQUE INDEX i ON t (a); /* x; */ CREATE OR REPLACE VIEW v AS "
                                  "SELECT 1; CREATE TEMP TABLE IF NOT EXISTS u (b int); END; INSERT INTO t", "", pg)
     assert got == "CREATE INDEX\nCREATE VIEW\nCREATE TABLE\nCOMMIT"  # the unfinished INSERT prints nothing yet
+    # ';' and '--' inside string literals and dollar quotes belong to the statement
+    got = db.trivial_observation("INSERT INTO t VALUES ('a;b', '--c'); CREATE FUNCTION f() RETURNS int AS "
+                                 "$$ SELECT 1; $$ LANGUAGE sql; SELECT 1; -- done;", "", pg)
+    assert got == "INSERT 0 1\nCREATE FUNCTION"
     assert code.trivial_observation("x = 1") == "(no output)"
 
 

@@ -66,7 +66,7 @@ def test_parse_action_accepts_the_tool_call_forms():
     (S("a\u0000b"), "NUL"),
     ('{"name": "web_extractor", "arguments": {"goal": "x"}}', "needs 'url'"),
     ('{"name": "web_extractor", "arguments": {"url": "u", "goal": 3}}', "'goal' must be a string"),
-    ('{"name": "web_search", "arguments": {"query": ["' + "a " * 20000 + '"]}}', "action longer"),
+    ('{"name": "web_search", "arguments": {"query": ["' + "a " * 20000 + '"]}}', "longer than 32000"),
 ])
 def test_parse_action_rejects_malformed_calls(action, reason):
     with pytest.raises(ActionFormatError, match=reason):

@@ -23,8 +23,14 @@ def test_parse_action_accepts_tool_calls_and_rejects_malformed_ones():
     c = domain.parse_action('{"name": "read", "arguments": {"file_path": "a.py"}}')
     assert c.name == "read" and c.arguments == {"file_path": "a.py"}
     assert domain.parse_action('{"name": "bash"}').arguments == {}
+    # the envelope shared by every tool-call domain (lwm.domains.tool_call): fences, null or
+    # JSON-string arguments (function-calling APIs), decoded objects
+    assert domain.parse_action('```json\n{"name": "bash", "arguments": null}\n```') == domain.ToolCall("bash", {})
+    assert domain.parse_action({"name": "read", "arguments": '{"file_path": "a"}'}).arguments == {"file_path": "a"}
     for bad, why in [("nope", "not JSON"), ("[1]", "JSON object"), ('{"arguments": {}}', "name"),
                      ('{"name": "read", "arguments": [1]}', "arguments"),
+                     ('{"name": "read", "arguments": "{"}', "a string but not JSON"),
+                     ('{"name": "read", "args": {}}', "unexpected keys"),
                      ('{"name": "write", "arguments": {"content": "' + "x" * (1 << 20) + '"}}', "longer")]:
         with pytest.raises(ActionFormatError, match=why):
             domain.parse_action(bad)

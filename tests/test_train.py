@@ -238,4 +238,12 @@ def test_export_rejects_what_llama_cpp_cannot_apply(tmp_path):
     (tmp_path / "adapter_config.json").write_text(json.dumps(cfg))
     with pytest.raises(AdapterExportError, match="lm_head.*cannot apply"):
         export_lora_gguf(tmp_path, tmp_path / "a.gguf", base=tmp_path)  # checked before the base is needed
+    # broken files are named in the error, not a parser's traceback
+    (tmp_path / "adapter_config.json").write_text('{"peft_type": "LORA",\n "r": 2')
+    with pytest.raises(RowFormatError, match=r"adapter_config\.json:2: not valid JSON"):
+        export_lora_gguf(tmp_path, tmp_path / "a.gguf")
+    (tmp_path / "adapter_config.json").write_text(json.dumps(cfg))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"\x00" * 3)
+    with pytest.raises(AdapterExportError, match="adapter_model.safetensors: not a readable safetensors file"):
+        export_lora_gguf(tmp_path, tmp_path / "a.gguf")
     assert not (tmp_path / "a.gguf").exists()

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
-from lwm.jsonl import atomic_path, dumps, iter_jsonl, write_atomic, write_jsonl
+from lwm.jsonl import atomic_path, dumps, iter_jsonl, read_json, write_atomic, write_jsonl
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
 from lwm.progress import progress_bar
@@ -537,12 +537,7 @@ def read_built(path: str | Path) -> tuple[dict[str, list[dict]], dict]:
     mf = path / "manifest.json"
     if not mf.is_file():
         raise DataNotFoundError(f"{path} is not a dataset built by `lwm data build` (no manifest.json)")
-    import json
-
-    try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise RowFormatError(mf, e.lineno, f"not valid JSON ({e.msg})") from None
+    manifest = read_json(mf)
     if manifest.get("kind") != MANIFEST_KIND:
         raise DataNotFoundError(f"{mf} is not the manifest of an lwm dataset (kind={manifest.get('kind')!r})")
     examples: dict[str, list[dict]] = {}

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+import sqlparse
+
 from lwm.errors import ActionFormatError
 
 NAME = "db"
@@ -131,12 +133,10 @@ def system_prompt(engine: str = "sqlite", setup: tuple[str, ...] = (), timeout: 
     return SYSTEM_PROMPT.format(client=client, format=fmt, setup=setup_text, timeout=f"{timeout:g}")
 
 
-
 _TAGS = {"INSERT": "INSERT 0 1", "UPDATE": "UPDATE 1", "DELETE": "DELETE 1", "BEGIN": "BEGIN", "START": "BEGIN",
          "COMMIT": "COMMIT", "END": "COMMIT", "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK", "SET": "SET",
          "SAVEPOINT": "SAVEPOINT", "RELEASE": "RELEASE", "TRUNCATE": "TRUNCATE TABLE"}
 _OBJECT_MODIFIERS = {"OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY", "UNLOGGED", "MATERIALIZED", "IF", "NOT", "EXISTS"}
-_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
@@ -144,15 +144,17 @@ def trivial_observation(action: str, previous: str = "", system: str = "") -> st
     prints for statements that return no rows. sqlite3 prints nothing for them; psql
     (when the system prompt's environment is the psql client) prints a command tag per finished
     statement, guessed from its first words (``CREATE TABLE``, ``INSERT 0 1``, ``UPDATE 1``
-    …). Queries are guessed empty; statements are split at every ``;``, also inside
-    string literals."""
+    …). Queries are guessed empty. Statements are split and comments stripped by
+    ``sqlparse`` (string literals and dollar quotes respected)."""
     if f"Environment: {_CLIENT['postgres'][0]}" not in system:
         return ""
     sql = "\n".join(line for line in action.split("\n") if not line.lstrip().startswith("\\"))  # meta-commands
-    finished = _COMMENTS.sub(" ", sql).split(";")[:-1]  # text after the last ';' is not run yet
+    statements = sqlparse.split(sqlparse.format(sql, strip_comments=True))
+    if statements and not statements[-1].endswith(";"):
+        statements.pop()  # an unfinished statement is not run yet
     tags = []
-    for statement in finished:
-        words = statement.upper().split()
+    for statement in statements:
+        words = statement.rstrip(";").upper().split()
         if not words:
             continue
         if words[0] in _TAGS:

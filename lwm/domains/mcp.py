@@ -25,10 +25,9 @@ that call's result (e.g. ``list_tickets``, ``read_graph``, ``directory_tree``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from lwm.errors import ActionFormatError
+from lwm.domains.tool_call import ToolCall, parse_tool_call
 
 NAME = "mcp"
 MAX_ACTION_CHARS = 64_000
@@ -63,56 +62,13 @@ Its tools, exactly as the server lists them (tools/list, JSON):
 """ + _OBSERVATION_RULES
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """One action: a tool call.
-
-    Attributes:
-        name: the tool's name.
-        arguments: its arguments (a JSON object).
-    """
-
-    name: str
-    arguments: dict[str, Any]
-
-
 def parse_action(text: str | dict) -> ToolCall:
-    """Parse a tool-call action.
-
-    Args:
-        text: JSON text (or an already decoded object) ``{"name": str, "arguments": object}``;
-            ``arguments`` defaults to ``{}``. Surrounding Markdown code fences are ignored.
+    """Parse a tool-call action (:func:`lwm.domains.tool_call.parse_tool_call`).
 
     Raises:
-        ActionFormatError: not JSON, not an object, longer than :data:`MAX_ACTION_CHARS`,
-            no string ``name``, ``arguments`` not an object, or other keys.
+        ActionFormatError: not a tool call, or longer than :data:`MAX_ACTION_CHARS`.
     """
-    raw = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    if isinstance(text, str):
-        if len(text) > MAX_ACTION_CHARS:
-            raise ActionFormatError(NAME, text[:200], f"longer than {MAX_ACTION_CHARS} characters")
-        body = text.strip()
-        if body.startswith("```"):
-            body = body.split("\n", 1)[1] if "\n" in body else ""
-            body = body.rsplit("```", 1)[0]
-        try:
-            text = json.loads(body)
-        except json.JSONDecodeError as e:
-            raise ActionFormatError(NAME, raw, f"not JSON ({e.msg})") from None
-    if not isinstance(text, dict):
-        raise ActionFormatError(NAME, raw, 'expected a JSON object {"name": ..., "arguments": {...}}')
-    extra = set(text) - {"name", "arguments"}
-    if extra:
-        raise ActionFormatError(NAME, raw, f"unexpected keys {sorted(extra)}; only 'name' and 'arguments'")
-    name = text.get("name")
-    if not isinstance(name, str) or not name:
-        raise ActionFormatError(NAME, raw, "'name' must be a non-empty string")
-    arguments = text.get("arguments", {})
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise ActionFormatError(NAME, raw, "'arguments' must be a JSON object")
-    return ToolCall(name, arguments)
+    return parse_tool_call(text, NAME, MAX_ACTION_CHARS)
 
 
 def format_action(call: ToolCall) -> str:

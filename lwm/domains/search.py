@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from lwm.domains.tool_call import parse_tool_call
 from lwm.errors import ActionFormatError
 
 NAME = "search"
@@ -153,35 +154,20 @@ def parse_action(action: str | dict) -> ToolCall:
     """Parse a search action.
 
     Args:
-        action: the JSON text of a tool call, or the decoded object. ``query`` may be one
-            string or a list of strings; ``arguments`` may also be a JSON-encoded string
-            (as some function-calling APIs send them).
+        action: the JSON text of a tool call, or the decoded object
+            (:func:`lwm.domains.tool_call.parse_tool_call`). ``query`` may be one string or
+            a list of strings.
 
     Raises:
         ActionFormatError: not a JSON object ``{"name", "arguments"}`` of a known tool with
             valid, bounded arguments (sizes: :data:`MAX_ACTION_CHARS`, :data:`MAX_QUERIES`,
             :data:`MAX_QUERY_CHARS`, :data:`MAX_URL_CHARS`, :data:`MAX_GOAL_CHARS`).
     """
+    call = parse_tool_call(action, NAME, MAX_ACTION_CHARS)
+    name, args = call.name, call.arguments
     text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
-    if len(text) > MAX_ACTION_CHARS:
-        raise ActionFormatError(NAME, text, f"action longer than {MAX_ACTION_CHARS} characters")
-    if isinstance(action, str):
-        try:
-            action = json.loads(action)
-        except json.JSONDecodeError as e:
-            raise ActionFormatError(NAME, text, f"not JSON ({e.msg})") from None
-    if not isinstance(action, dict) or not isinstance(action.get("name"), str):
-        raise ActionFormatError(NAME, text, 'expected a JSON object {"name": ..., "arguments": {...}}')
-    name, args = action["name"], action.get("arguments", {})
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            raise ActionFormatError(NAME, text, "'arguments' is a string but not JSON") from None
     if name not in TOOLS:
         raise ActionFormatError(NAME, text, f"unknown tool {name!r}; available tools: {', '.join(TOOLS)}")
-    if not isinstance(args, dict):
-        raise ActionFormatError(NAME, text, "'arguments' must be an object")
     if name == "web_search":
         query = args.get("query")
         queries = [query] if isinstance(query, str) else query

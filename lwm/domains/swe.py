@@ -14,10 +14,9 @@ trusts what passes them).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-from lwm.errors import ActionFormatError
+from lwm.domains.tool_call import ToolCall, parse_tool_call
 
 NAME = "swe"
 MAX_ACTION_CHARS = 1 << 20  # a write's content is the largest argument
@@ -72,45 +71,16 @@ _PY_TYPES = {"string": str, "integer": int, "boolean": bool}
 OUTPUT_MODES = ("files_with_matches", "content", "count")
 
 
-@dataclass(frozen=True)
-class ToolCall:
-    """One swe action.
-
-    Attributes:
-        name: the tool (any string; unknown tools are answered by the environment).
-        arguments: its arguments, a JSON object.
-    """
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
 def parse_action(text: str | dict) -> ToolCall:
-    """Parse ``{"name": str, "arguments": {…}}`` (``arguments`` may be left out).
+    """Parse ``{"name": str, "arguments": {…}}`` (:func:`lwm.domains.tool_call.parse_tool_call`).
 
     Only the envelope is checked here; whether the tool exists and its arguments are
     valid is the tool's business (:func:`validate`), answered as an observation.
 
     Raises:
-        ActionFormatError: not JSON, not an object, no string ``name``, ``arguments`` not
-            an object, or longer than :data:`MAX_ACTION_CHARS` characters.
+        ActionFormatError: not a tool call, or longer than :data:`MAX_ACTION_CHARS`.
     """
-    raw = text if isinstance(text, str) else json.dumps(text)
-    if len(raw) > MAX_ACTION_CHARS:
-        raise ActionFormatError(NAME, raw, f"longer than {MAX_ACTION_CHARS} characters")
-    if isinstance(text, str):
-        try:
-            text = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ActionFormatError(NAME, raw, f"not JSON ({e.msg})") from None
-    if not isinstance(text, dict):
-        raise ActionFormatError(NAME, raw, 'expected a JSON object {"name": ..., "arguments": {...}}')
-    name, args = text.get("name"), text.get("arguments", {})
-    if not isinstance(name, str) or not name:
-        raise ActionFormatError(NAME, raw, "needs a non-empty string 'name'")
-    if not isinstance(args, dict):
-        raise ActionFormatError(NAME, raw, "'arguments' must be a JSON object")
-    return ToolCall(name, args)
+    return parse_tool_call(text, NAME, MAX_ACTION_CHARS)
 
 
 def format_action(name: str, **arguments: Any) -> str:

@@ -20,7 +20,6 @@ is applied to the rows of ``lora_b`` of ``q_proj`` / ``k_proj``.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.errors import LwmError, ModelUnavailableError
-from lwm.jsonl import atomic_path
+from lwm.jsonl import atomic_path, read_json
 
 # Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
 _MODULES = {
@@ -99,7 +98,7 @@ def _base_from_gguf(path: Path) -> _Base:
 
 
 def _base_from_hf(path: Path) -> _Base:
-    cfg = json.loads((path / "config.json").read_text())
+    cfg = read_json(path / "config.json")
     name = (cfg.get("architectures") or ["?"])[0]
     if name not in _ARCHS:
         raise AdapterExportError(f"{path}: architecture {name} is not supported by the exporter "
@@ -123,7 +122,8 @@ def _resolve_base(adapter: Path, base: str | Path | None) -> _Base:
         return _base_from_gguf(base)
     if (base / "config.json").is_file():
         return _base_from_hf(base)
-    raise ModelUnavailableError(f"base model {base} is neither a .gguf file nor a Hugging Face folder; pass --base")
+    raise ModelUnavailableError(f"base model {base} is neither a .gguf file nor a Hugging Face folder; "
+                                "name the base model (--base on the CLI)")
 
 
 def _permute_rows(b: Any, n_head: int) -> Any:
@@ -154,6 +154,7 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
             names, shapes that do not fit the base model).
     """
     import numpy as np
+    from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
     from lwm.errors import DataNotFoundError
@@ -165,7 +166,7 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
     for p in (config_path, weights_path):
         if not p.is_file():
             raise DataNotFoundError(f"no {p.name} in {adapter}: not a PEFT LoRA adapter folder")
-    cfg = json.loads(config_path.read_text())
+    cfg = read_json(config_path)
     if cfg.get("peft_type", "LORA") != "LORA":
         raise AdapterExportError(f"{adapter}: peft_type {cfg.get('peft_type')} is not LoRA")
     for key in ("use_dora", "modules_to_save", "rank_pattern", "alpha_pattern"):
@@ -175,8 +176,12 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
     if cfg.get("use_rslora"):  # PEFT scales by alpha/sqrt(r); llama.cpp by alpha/r
         alpha = alpha * math.sqrt(rank)
 
+    try:
+        weights = load_file(str(weights_path))
+    except (SafetensorError, OSError) as e:
+        raise AdapterExportError(f"{weights_path}: not a readable safetensors file ({e})") from None
     pairs: dict[str, dict[str, Any]] = {}
-    for key, tensor in load_file(str(weights_path)).items():
+    for key, tensor in weights.items():
         m = _KEY.match(key)
         if not m:
             raise AdapterExportError(f"{adapter}: tensor {key} is not a LoRA matrix of an attention or MLP "

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
+from lwm.jsonl import read_json, write_atomic
 
 #: PEFT target modules by default: every linear projection of a Llama/Qwen-style block.
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -451,12 +452,12 @@ def _adapter_base(path: Path) -> str:
     # The adapter's own record, else (a checkpoint-N folder) the run's settings.
     for meta, keys in ((path / ADAPTER_META, ("model",)), (path.parent / RUN_FILE, ("settings", "model"))):
         if meta.is_file():
-            value = json.loads(meta.read_text())
+            value = read_json(meta)
             for key in keys:
                 value = value.get(key) if isinstance(value, dict) else None
             if isinstance(value, str) and value:
                 return value
-    base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    base = read_json(path / "adapter_config.json").get("base_model_name_or_path")
     if not base:
         raise ModelUnavailableError(f"{path}: cannot tell the adapter's base model (no {ADAPTER_META})")
     return base
@@ -482,7 +483,7 @@ def _prepare_out(config: TrainConfig) -> Path | None:
         raise FileExistsError(f"{out} already holds checkpoints (last: {Path(last).name}); pass --resume to "
                               "continue that run, or choose a new --out")
     if last and run_file.is_file():
-        recorded = json.loads(run_file.read_text())["settings"]
+        recorded = read_json(run_file).get("settings", {})
         now = config.identity()
         diff = {k: (recorded.get(k), now[k]) for k in now if recorded.get(k) != now[k]}
         if diff:
@@ -491,8 +492,6 @@ def _prepare_out(config: TrainConfig) -> Path | None:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    from lwm.jsonl import write_atomic
-
     write_atomic(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
