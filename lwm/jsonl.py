@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lwm.errors import RowFormatError
+from lwm.errors import RowFormatError, RunMismatchError
 
 #: Largest JSONL file read (it is read whole, to split on "\n" only).
 MAX_FILE_BYTES = 4 << 30
@@ -34,48 +34,76 @@ def iter_jsonl(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterat
         RowFormatError: a line is not a JSON object (names the file and the 1-based line).
     """
     path = Path(path)
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):  # a device or a FIFO would never end
-            raise RowFormatError(path, 0, "not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise RowFormatError(path, 0, f"larger than {MAX_FILE_BYTES >> 30} GiB; split it")
-        data = path.read_bytes()
-    except OSError as e:
-        raise RowFormatError(path, 0, f"cannot read: {e.strerror or e}") from None
+    data = _read_bytes(path)
     lines = data.split(b"\n")
     last = len(lines) - 1
     for i, raw in enumerate(lines):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            obj = _parse_object(raw, path, i + 1)
+        except RowFormatError:
             if skip_truncated_tail and i == last:
                 return
-            why = {UnicodeDecodeError: "not valid UTF-8", RecursionError: "nested too deeply"}.get(type(e))
-            why = why or f"not valid JSON ({e.msg} at column {e.colno})"
-            raise RowFormatError(path, i + 1, why) from None
-        if not isinstance(obj, dict):
-            raise RowFormatError(path, i + 1, f"expected a JSON object, got {type(obj).__name__}")
+            raise
         yield i + 1, obj
 
 
-def read_json(path: str | Path) -> Any:
-    """Read one JSON document (a manifest, a config file).
+def read_json(path: str | Path) -> dict:
+    """Read a JSON file holding one object (a manifest, a config file).
 
     Raises:
-        RowFormatError: the file cannot be read or is not valid JSON (names the file and line).
+        RowFormatError: the file cannot be read or is not a JSON object (names the file).
     """
     path = Path(path)
+    return _parse_object(_read_bytes(path), path, 1)
+
+
+def check_run_settings(path: str | Path, settings: dict) -> None:
+    """Record a run's settings in ``path`` (a JSON file in its run directory), or, when
+    resuming, check them against the recorded ones: resuming with others would mix two runs.
+
+    Raises:
+        RunMismatchError: the recorded settings differ (every difference is listed).
+        RowFormatError: the recorded file is unreadable.
+    """
+    path = Path(path)
+    if path.exists():
+        before = read_json(path)
+        diff = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
+        if diff:
+            raise RunMismatchError(path.parent, diff)
+    else:
+        write_atomic(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a device or a FIFO would never end
+            raise RowFormatError(path, 0, "not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise RowFormatError(path, 0, f"larger than {MAX_FILE_BYTES >> 30} GiB; split it")
+        return path.read_bytes()
     except OSError as e:
         raise RowFormatError(path, 0, f"cannot read: {e.strerror or e}") from None
+
+
+def _parse_object(raw: bytes, path: Path, line: int) -> dict:
+    """One JSON object; ``line`` is where ``raw`` starts (a decoding error's own line is added)."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise RowFormatError(path, 0, "not valid UTF-8") from None
+        raise RowFormatError(path, line, "not valid UTF-8") from None
+    except RecursionError:
+        raise RowFormatError(path, line, "nested too deeply") from None
     except json.JSONDecodeError as e:
-        raise RowFormatError(path, e.lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+        raise RowFormatError(path, line + e.lineno - 1, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except ValueError as e:  # an integer too long to convert
+        raise RowFormatError(path, line, f"not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise RowFormatError(path, line, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
 
 
 def dumps(obj: Any) -> str:

@@ -89,6 +89,9 @@ def test_db_and_code_trivial_guesses():
     got = db.trivial_observation("INSERT INTO t VALUES ('a;b', '--c'); CREATE FUNCTION f() RETURNS int AS "
                                  "$$ SELECT 1; $$ LANGUAGE sql; SELECT 1; -- done;", "", pg)
     assert got == "INSERT 0 1\nCREATE FUNCTION"
+    # a statement left open inside a literal is not run, nor what follows; no size limit
+    assert db.trivial_observation("INSERT INTO t VALUES ('abc); DELETE FROM t;", "", pg) == ""
+    assert db.trivial_observation("SELECT " + ",".join(["1"] * 15000) + "; DROP TABLE t;", "", pg) == "DROP TABLE"
     assert code.trivial_observation("x = 1") == "(no output)"
 
 

@@ -37,7 +37,6 @@ requests finish, so the token cap may be passed by at most ``concurrency`` examp
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -55,8 +54,8 @@ from lwm.data.build import (
     split_summary,
     write_dataset,
 )
-from lwm.errors import ModelUnavailableError, RunMismatchError
-from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
+from lwm.errors import ModelUnavailableError
+from lwm.jsonl import JsonlAppender, check_run_settings, iter_jsonl
 from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
 from lwm.parse import DEFAULT_STOP, OBS_OPEN, parse_output, split_reasoning
 from lwm.progress import progress_bar
@@ -303,18 +302,6 @@ async def annotate_one(model: ChatModel, example: dict, config: AnnotateConfig) 
     return rec
 
 
-def _check_settings(out: Path, config: AnnotateConfig) -> None:
-    path = out / "annotate.settings.json"
-    now = config.recorded()
-    if path.is_file():
-        before = json.loads(path.read_text(encoding="utf-8"))
-        diff = {k: (before.get(k), v) for k, v in now.items() if before.get(k) != v}
-        if diff:
-            raise RunMismatchError(out, diff)
-    else:
-        write_atomic(path, dumps(now) + "\n")
-
-
 def annotate(
     config: AnnotateConfig,
     *,
@@ -351,7 +338,7 @@ def annotate(
         raise ValueError(f"unknown split(s) {sorted(unknown)}; choose from {list(SPLITS)}")
     examples, build_manifest = read_built(data)
     out.mkdir(parents=True, exist_ok=True)
-    _check_settings(out, config)
+    check_run_settings(out / "annotate.settings.json", config.recorded())
     log_path = out / "annotations.jsonl"
     done: dict[str, dict] = {}
     if log_path.exists():

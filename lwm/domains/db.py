@@ -24,8 +24,7 @@ statement due to statement timeout``).
 from __future__ import annotations
 
 import re
-
-import sqlparse
+from collections.abc import Iterator
 
 from lwm.errors import ActionFormatError
 
@@ -133,6 +132,23 @@ def system_prompt(engine: str = "sqlite", setup: tuple[str, ...] = (), timeout: 
     return SYSTEM_PROMPT.format(client=client, format=fmt, setup=setup_text, timeout=f"{timeout:g}")
 
 
+def _finished_statements(sql: str) -> Iterator[list[str]]:
+    """The upper-cased words (comments left out) of each statement the client runs: those
+    ended by ``;``. A statement left open (no ``;`` yet, or inside a string, quoted name or
+    dollar quote) and what follows it are not run yet. ``sqlparse`` splits and tokenizes
+    (string literals, dollar quotes and comments respected; no statement-size limit)."""
+    import sqlparse
+    from sqlparse import tokens as T
+    from sqlparse.lexer import tokenize
+
+    for statement in sqlparse.split(sql):
+        toks = [(t, v) for t, v in tokenize(statement) if t not in T.Comment and t not in T.Whitespace]
+        if not toks or any(t in T.Error for t, _ in toks) or toks[-1][1] != ";":
+            return
+        if len(toks) > 1:
+            yield " ".join(v for _, v in toks[:-1]).upper().split()
+
+
 _TAGS = {"INSERT": "INSERT 0 1", "UPDATE": "UPDATE 1", "DELETE": "DELETE 1", "BEGIN": "BEGIN", "START": "BEGIN",
          "COMMIT": "COMMIT", "END": "COMMIT", "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK", "SET": "SET",
          "SAVEPOINT": "SAVEPOINT", "RELEASE": "RELEASE", "TRUNCATE": "TRUNCATE TABLE"}
@@ -144,19 +160,12 @@ def trivial_observation(action: str, previous: str = "", system: str = "") -> st
     prints for statements that return no rows. sqlite3 prints nothing for them; psql
     (when the system prompt's environment is the psql client) prints a command tag per finished
     statement, guessed from its first words (``CREATE TABLE``, ``INSERT 0 1``, ``UPDATE 1``
-    …). Queries are guessed empty. Statements are split and comments stripped by
-    ``sqlparse`` (string literals and dollar quotes respected)."""
+    …). Queries are guessed empty."""
     if f"Environment: {_CLIENT['postgres'][0]}" not in system:
         return ""
     sql = "\n".join(line for line in action.split("\n") if not line.lstrip().startswith("\\"))  # meta-commands
-    statements = sqlparse.split(sqlparse.format(sql, strip_comments=True))
-    if statements and not statements[-1].endswith(";"):
-        statements.pop()  # an unfinished statement is not run yet
     tags = []
-    for statement in statements:
-        words = statement.rstrip(";").upper().split()
-        if not words:
-            continue
+    for words in _finished_statements(sql):
         if words[0] in _TAGS:
             tags.append(_TAGS[words[0]])
         elif words[0] in ("CREATE", "DROP", "ALTER"):

@@ -14,15 +14,14 @@ from typing import Any
 
 from lwm.domains.mcp import (
     _OBSERVATION_RULES,
+    MAX_ACTION_CHARS,
     MAX_OBSERVATION_CHARS,
-    ToolCall,
     call,
     canonical,
     format_action,
     tools_json,
 )
-from lwm.domains.mcp import parse_action as _parse_action
-from lwm.errors import ActionFormatError
+from lwm.domains.tool_call import ToolCall, parse_tool_call
 
 NAME = "fs"
 ROOT = "/app"
@@ -45,15 +44,12 @@ __all__ = ["NAME", "ROOT", "ToolCall", "call", "canonical", "format_action", "pa
 
 
 def parse_action(text: str | dict) -> ToolCall:
-    """Parse a tool-call action (see :func:`lwm.domains.mcp.parse_action`).
+    """Parse a tool-call action (:func:`lwm.domains.tool_call.parse_tool_call`).
 
     Raises:
         ActionFormatError: not a JSON tool call (the error names the ``fs`` domain).
     """
-    try:
-        return _parse_action(text)
-    except ActionFormatError as e:
-        raise ActionFormatError(NAME, e.action, e.reason) from None
+    return parse_tool_call(text, NAME, MAX_ACTION_CHARS)
 
 
 def system_prompt(tools: list[dict[str, Any]], root: str = ROOT) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,9 +24,9 @@ from typing import Any, Literal
 
 from lwm import __version__
 from lwm.domains import comparator
-from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError
+from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.metrics import fidelity
-from lwm.jsonl import JsonlAppender, iter_jsonl, write_atomic, write_jsonl
+from lwm.jsonl import JsonlAppender, check_run_settings, iter_jsonl, write_jsonl
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
 from lwm.progress import progress_bar
@@ -124,18 +123,6 @@ def load_baseline(config: EvalConfig) -> dict[str, dict]:
             raise RowFormatError(config.baseline, line, "not a predictions.jsonl record (needs 'key')")
         out[obj["key"]] = obj
     return out
-
-
-def _check_resume(out: Path, settings: dict) -> None:
-    # A run directory records its settings; resuming it with others would mix two runs.
-    path = out / "run.json"
-    if path.exists():
-        before = json.loads(path.read_text())
-        diff = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
-        if diff:
-            raise RunMismatchError(out, diff)
-    else:
-        write_atomic(path, json.dumps(settings, indent=2) + "\n")
 
 
 async def _in_order_tasks(coros):
@@ -286,7 +273,7 @@ async def evaluate(
         raise DataNotFoundError(f"no rows to evaluate in {config.data}")
     if judge is not None and config.judge_mode == "closer":
         load_baseline(config)  # fail before predicting, not after
-    _check_resume(out, {
+    check_run_settings(out / "run.json", {
         "model": model.name, "sampling": config.sampling.to_dict(), "max_prompt_tokens": config.max_prompt_tokens,
         "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,

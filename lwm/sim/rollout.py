@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm.envs.base import Task
-from lwm.jsonl import JsonlAppender, dumps, write_atomic
+from lwm.jsonl import JsonlAppender, check_run_settings, dumps, write_atomic
 from lwm.models import WORLD_MODEL, judge_for
 from lwm.progress import progress_bar
 from lwm.schema import Trajectory, read_trajectories, write_trajectories
@@ -178,21 +178,12 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
         ValueError: bad backend settings.
         RunMismatchError: ``out`` holds a rollout with other settings.
     """
-    from lwm.errors import RunMismatchError
 
     t0 = time.monotonic()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = config.settings()
-    run_file = out / "rollout.json"
-    if run_file.exists():
-        import json
-
-        previous = json.loads(run_file.read_text())
-        if previous != settings:
-            raise RunMismatchError(out, {k: (previous.get(k), v) for k, v in settings.items() if previous.get(k) != v})
-    else:
-        write_atomic(run_file, dumps(settings) + "\n")
+    check_run_settings(out / "rollout.json", settings)
     jobs = _jobs(config)
     partial = out / "trajectories.partial.jsonl"
     done: dict[str, Trajectory] = {}

@@ -172,13 +172,15 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
     for key in ("use_dora", "modules_to_save", "rank_pattern", "alpha_pattern"):
         if cfg.get(key):
             raise AdapterExportError(f"{adapter}: {key}={cfg[key]!r} cannot be expressed as a llama.cpp LoRA")
-    rank, alpha = int(cfg["r"]), float(cfg["lora_alpha"])
+    rank, alpha = cfg.get("r"), cfg.get("lora_alpha")
+    if not (isinstance(rank, int) and rank > 0 and isinstance(alpha, (int, float))):
+        raise AdapterExportError(f"{config_path}: needs a positive integer 'r' and a number 'lora_alpha'")
     if cfg.get("use_rslora"):  # PEFT scales by alpha/sqrt(r); llama.cpp by alpha/r
         alpha = alpha * math.sqrt(rank)
 
     try:
         weights = load_file(str(weights_path))
-    except (SafetensorError, OSError) as e:
+    except (SafetensorError, OSError, TypeError) as e:  # TypeError: bf16, which numpy lacks
         raise AdapterExportError(f"{weights_path}: not a readable safetensors file ({e})") from None
     pairs: dict[str, dict[str, Any]] = {}
     for key, tensor in weights.items():
