@@ -1,7 +1,8 @@
 """Embedded model speed on this machine: both runtimes, single sequence and batched.
 
 * llama.cpp (llama-cpp-python, the default runtime): prompt processing and generation
-  tokens/s for one sequence (its Python API does not batch);
+  tokens/s for one sequence (its Python API does not batch), for the base model and with
+  the shipped warm-up LoRA adapter applied at run time;
 * transformers on the dequantized GGUF (``hf:embedded``): generation tokens/s for one
   sequence and for batches of 8 and 32 requests submitted together.
 
@@ -22,26 +23,27 @@ PROMPT = [{"role": "system", "content": "You simulate a Linux terminal. Print th
           {"role": "user", "content": "Action: ls -la /etc && cat /etc/hostname"}]
 
 
-def llama_cpp(tokens: int) -> None:
+def llama_cpp(tokens: int, adapter: str | None = None) -> None:
     from lwm.models.embedded import LlamaCppChatModel
 
     t = time.monotonic()
-    m = LlamaCppChatModel()
-    print(f"llama.cpp: load {time.monotonic() - t:.2f}s")
+    m = LlamaCppChatModel(lora_path=adapter)
+    label = "llama.cpp + warm-up LoRA" if adapter else "llama.cpp"
+    print(f"{label}: load {time.monotonic() - t:.2f}s")
     llm = m._llm
     text = "the quick brown fox jumps over the lazy dog " * 120
     llm.reset()
     t = time.monotonic()
     out = llm.create_completion(text, max_tokens=1, temperature=0)
     n = out["usage"]["prompt_tokens"]
-    print(f"llama.cpp: prompt processing {n / (time.monotonic() - t):.0f} tokens/s ({n} tokens)")
+    print(f"{label}: prompt processing {n / (time.monotonic() - t):.0f} tokens/s ({n} tokens)")
     rates = []
     for i in range(3):
         llm.reset()
         t = time.monotonic()
         out = llm.create_completion(f"{i} Once upon a time", max_tokens=tokens, temperature=0.8, seed=i)
         rates.append(out["usage"]["completion_tokens"] / (time.monotonic() - t))
-    print(f"llama.cpp: generation, one sequence: {max(rates):.1f} tokens/s (best of 3, {tokens} tokens)")
+    print(f"{label}: generation, one sequence: {max(rates):.1f} tokens/s (best of 3, {tokens} tokens)")
 
 
 def transformers_runtime(tokens: int) -> None:
@@ -67,7 +69,10 @@ def main() -> None:
     ap.add_argument("--skip-hf", action="store_true")
     args = ap.parse_args()
     print(f"machine: {machine()}")
+    from lwm.models.embedded import WARMUP_ADAPTER
+
     llama_cpp(args.tokens)
+    llama_cpp(args.tokens, str(WARMUP_ADAPTER))
     if not args.skip_hf:
         transformers_runtime(args.tokens)
 
