@@ -134,7 +134,6 @@ def ends_episode(action: str) -> bool:
         return False
 
 
-
 _SIZE = re.compile(r"tmux window of (\d+) columns and (\d+) rows")
 _PROMPT = re.compile(r"The prompt looks like `([^`]+)`")
 # A heuristic: a line ending in # or $ is taken for a shell prompt.

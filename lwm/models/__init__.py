@@ -9,7 +9,6 @@ from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, S
 WORLD_MODEL = "embedded-warmup"
 
 
-
 def judge_for(world_model: str) -> str | None:
     """The model spec that should judge rewards when ``world_model`` simulates, if not the
     world model itself: the base model for the warm-up one (its adapter learned to predict
