@@ -1,8 +1,9 @@
 """Embedded model speed on this machine: both runtimes, single sequence and batched.
 
 * llama.cpp (llama-cpp-python, the default runtime): prompt processing and generation
-  tokens/s for one sequence (its Python API does not batch), for the base model and with
-  the shipped warm-up LoRA adapter applied at run time;
+  tokens/s for one sequence (its Python API does not batch), for the base model, with the
+  shipped warm-up LoRA adapter merged into a copy of the model (the default) and with the
+  adapter applied at run time;
 * transformers on the dequantized GGUF (``hf:embedded``): generation tokens/s for one
   sequence and for batches of 8 and 32 requests submitted together.
 
@@ -23,12 +24,12 @@ PROMPT = [{"role": "system", "content": "You simulate a Linux terminal. Print th
           {"role": "user", "content": "Action: ls -la /etc && cat /etc/hostname"}]
 
 
-def llama_cpp(tokens: int, adapter: str | None = None) -> None:
+def llama_cpp(tokens: int, adapter: str | None = None, merge: bool = True) -> None:
     from lwm.models.embedded import LlamaCppChatModel
 
     t = time.monotonic()
-    m = LlamaCppChatModel(lora_path=adapter)
-    label = "llama.cpp + warm-up LoRA" if adapter else "llama.cpp"
+    m = LlamaCppChatModel(lora_path=adapter, merge_adapter=merge)
+    label = f"llama.cpp + warm-up LoRA ({'merged' if merge else 'at run time'})" if adapter else "llama.cpp"
     print(f"{label}: load {time.monotonic() - t:.2f}s")
     llm = m._llm
     text = "the quick brown fox jumps over the lazy dog " * 120
@@ -72,7 +73,8 @@ def main() -> None:
     from lwm.models.embedded import WARMUP_ADAPTER
 
     llama_cpp(args.tokens)
-    llama_cpp(args.tokens, str(WARMUP_ADAPTER))
+    llama_cpp(args.tokens, str(WARMUP_ADAPTER))  # the merge is cached: a first run's load includes it
+    llama_cpp(args.tokens, str(WARMUP_ADAPTER), merge=False)
     if not args.skip_hf:
         transformers_runtime(args.tokens)
 

@@ -6,7 +6,10 @@ each in its own run directory under ``--out`` (resumable: re-run to finish), the
 the Markdown table of docs/results.md: line F1, exact match and edit similarity per
 domain, the macro mean over domains, and the warm-up model's margins.
 
-    python bench/warmup_results.py --data runs/ds/heldout --out runs/results [--adapter x.gguf]
+    python bench/warmup_results.py --data runs/ds/heldout --out runs/results [--adapter x.gguf] [--no-merge]
+
+``--no-merge`` has llama.cpp apply the adapter at run time instead of loading the merged
+copy that ``lwm`` uses by default (see lwm.models.gguf_merge).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ METRICS = (("line_f1", "line F1"), ("exact", "exact"), ("edit_similarity", "edit
 
 
 def run(name: str, model_spec: str, adapter: str | None, args: argparse.Namespace) -> dict:
-    model = load_model(model_spec, adapter=adapter)
+    model = load_model(model_spec, adapter=adapter, merge_adapter=not args.no_merge)
     config = EvalConfig(out=args.out / name.replace(":", "-"), data=args.data,
                         sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens, stop=DEFAULT_STOP))
 
@@ -66,6 +69,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="held-out rows (lwm data build's heldout/ directory)")
     ap.add_argument("--out", type=Path, required=True, help="one run directory per model is made here")
     ap.add_argument("--adapter", help="a GGUF LoRA to evaluate instead of the shipped warm-up adapter")
+    ap.add_argument("--no-merge", action="store_true", help="apply the adapter at run time (llama.cpp LoRA)")
     ap.add_argument("--max-tokens", type=int, default=320, help="generated tokens per row at most (all models)")
     args = ap.parse_args()
     warm = "warm-up"

@@ -21,6 +21,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: rich's tables truncate option help at 80 columns
 )
 console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
@@ -329,7 +330,9 @@ from lwm.train.commands import train_app  # noqa: E402
 app.add_typer(data_app, name="data")
 app.add_typer(train_app, name="train")
 
-serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True)
+serve_app = typer.Typer(
+    help="Serve a world model or an environment over HTTP.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(serve_app, name="serve")
 
 

@@ -42,6 +42,8 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     assert len(rows) == n_turns and res.trajectories == 4 and res.played == 4 and not res.failed
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["real_steps"] == 2 * n_turns and manifest["real_steps_per_second_per_env"] > 0
+    # two workers: the four runs overlap, so their summed time exceeds the collection's
+    assert manifest["wall_seconds"] == round(res.seconds, 2) < manifest["play_seconds"]
 
     # Lose one finished run (and leave a torn line): only that run is played again.
     partial = tmp_path / "trajectories.partial.jsonl"

@@ -85,3 +85,19 @@ async def test_warm_up_beats_the_base_model_on_held_out_rows(tmp_path):
         assert summary["failed"] == 0
         f1[spec] = summary["macro"]["line_f1"]
     assert f1[WORLD_MODEL] >= f1["embedded"] + 20, f1
+
+
+async def test_adapter_applied_at_run_time_when_the_merged_copy_cannot_be_cached(tmp_path, monkeypatch, caplog):
+    from lwm.models.embedded import LlamaCppChatModel, embedded_gguf_path, merged_gguf
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("LWM_HOME", str(blocker / "home"))
+    assert merged_gguf(embedded_gguf_path(), WARMUP_ADAPTER) is None
+    assert "applying" in caplog.text and "at run time" in caplog.text
+    wm = LlamaCppChatModel(lora_path=WARMUP_ADAPTER)
+    try:
+        out = await wm.generate([{"role": "user", "content": "$ echo hi"}], SamplingParams(max_tokens=8))
+        assert out.completion_tokens > 0
+    finally:
+        await wm.aclose()

@@ -183,7 +183,8 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     marked = {t.id: t for t in firsts}  # first runs are written with their volatile spans
     write_trajectories(out / "trajectories.jsonl", [marked.get(t.id, t) for t in all_runs])
     turns = sum(len(t.turns) for t in all_runs)
-    play_seconds = sum(t.metadata["seconds"] for t in all_runs)
+    play_seconds = sum(t.metadata["seconds"] for t in all_runs)  # summed: sandboxes play concurrently
+    wall_seconds = time.monotonic() - t0
     manifest = {
         "domain": config.domain,
         "episodes": len(ordered),
@@ -195,9 +196,10 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         "verified_episodes": sum(1 for t in firsts if t.reward is not None),
         "achieved_episodes": sum(1 for t in firsts if t.reward == 1.0),
         "failed": failed,
+        "wall_seconds": round(wall_seconds, 2),
         "play_seconds": round(play_seconds, 2),
         "real_steps_per_second_per_env": round(turns / play_seconds, 3) if play_seconds else None,
     }
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
-    return CollectResult(rows_path, len(all_runs), len(jobs) - len(failed), turns, failed, time.monotonic() - t0)
+    return CollectResult(rows_path, len(all_runs), len(jobs) - len(failed), turns, failed, wall_seconds)
 

@@ -48,6 +48,7 @@ def load_model(
     timeout: float = 600.0,
     context_window: int | None = None,
     adapter: str | None = None,
+    merge_adapter: bool = True,
 ) -> ChatModel:
     """Build a world-model backend.
 
@@ -67,6 +68,9 @@ def load_model(
         context_window: context length in tokens, if known.
         adapter: a LoRA adapter in GGUF form (``lwm train export``) applied to a local
             llama.cpp model.
+        merge_adapter: load the adapter (``adapter`` or the warm-up one) merged into a cached
+            copy of the model, the faster way (see :class:`~lwm.models.embedded.LlamaCppChatModel`);
+            ``False`` applies it at run time.
 
     Raises:
         ModelUnavailableError: the local runtime or weights are missing.
@@ -95,7 +99,7 @@ def load_model(
             raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
         adapter = str(warmup_adapter_path())
     path = None if model in ("embedded", WORLD_MODEL) else model
-    wm = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter)
+    wm = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter)
     if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
         wm.name = adapter_name(wm.name, adapter)
     return wm

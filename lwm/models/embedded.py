@@ -10,6 +10,7 @@ dequantized GGUF, 0.3 s to load instead of 40 s, 0.2 GB of memory instead of 1 G
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from importlib import metadata
@@ -70,6 +71,26 @@ def check_adapter(path: str | Path) -> Path:
     return path
 
 
+def merged_gguf(model_path: str | Path, adapter: str | Path) -> Path | None:
+    """``model_path`` with ``adapter`` merged into its weights: a copy cached under
+    ``$LWM_HOME/models``, made on first use (see :mod:`lwm.models.gguf_merge`); ``None``
+    (with a logged warning) when the copy cannot be written there, e.g. a read-only or full
+    disk: the caller then applies the adapter at run time.
+
+    Raises:
+        ModelUnavailableError: ``gguf`` is missing, or a file is unreadable or does not fit.
+    """
+    from lwm.envs.assets import lwm_home
+    from lwm.models.gguf_merge import merged_model
+
+    try:
+        return merged_model(model_path, adapter, lwm_home() / "models")
+    except OSError as e:
+        logging.getLogger(__name__).warning("cannot cache the merged model (%s); applying %s at run time (slower)",
+                                            e, adapter)
+        return None
+
+
 def embedded_gguf_path() -> Path:
     """Path of the bundled GGUF file.
 
@@ -101,6 +122,11 @@ class LlamaCppChatModel:
         n_ctx: context window in tokens.
         n_threads: CPU threads (default: all cores).
         lora_path: an optional LoRA adapter in GGUF form.
+        merge_adapter: load the adapter merged into a cached copy of the model (made on
+            first use under ``$LWM_HOME/models``, about 7 s for SmolLM2-135M; see
+            :func:`merged_gguf`), about a quarter faster here than llama.cpp applying it at
+            run time, which ``False`` asks for (and which is the fallback when the copy
+            cannot be written).
         name: model name recorded in provenance.
 
     Raises:
@@ -115,6 +141,7 @@ class LlamaCppChatModel:
         n_ctx: int = 8192,
         n_threads: int | None = None,
         lora_path: str | Path | None = None,
+        merge_adapter: bool = True,
         name: str | None = None,
     ) -> None:
         try:
@@ -129,6 +156,8 @@ class LlamaCppChatModel:
         if lora_path:
             check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
+        if lora_path and merge_adapter and (merged := merged_gguf(path, lora_path)):
+            path, lora_path = merged, None
         self.context_window = n_ctx
         try:
             self._llm = Llama(

@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
-from lwm.models.embedded import EMBEDDED_NAME, adapter_name, check_adapter, embedded_gguf_path, warmup_adapter_path
+from lwm.models.embedded import (
+    EMBEDDED_NAME,
+    adapter_name,
+    check_adapter,
+    embedded_gguf_path,
+    merged_gguf,
+    warmup_adapter_path,
+)
 
 
 def _bounded_ram_cache(capacity_bytes: int):
@@ -44,7 +51,8 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
         n_ctx: context window in tokens.
         threads: CPU threads.
         prompt_cache_bytes: memory for cached prompt states (0 disables the cache).
-        adapter: a LoRA adapter in GGUF form, or ``"warmup"`` for the shipped warm-up adapter.
+        adapter: a LoRA adapter in GGUF form, or ``"warmup"`` for the shipped warm-up adapter;
+            it is merged into a cached copy of the model (:func:`~lwm.models.embedded.merged_gguf`).
 
     Raises:
         ModelUnavailableError: ``llama-cpp-python[server]``, the weights or the adapter are missing.
@@ -61,6 +69,8 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     lora = warmup_adapter_path() if adapter == "warmup" else check_adapter(adapter) if adapter else None
     if lora is not None:
         alias = name or adapter_name(alias, lora)
+        if merged := merged_gguf(path, lora):  # faster than the LoRA applied at run time
+            path, lora = merged, None
     model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
                           n_threads=threads or os.cpu_count() or 1, verbose=False)
     app = server_app.create_app(server_settings=ServerSettings(), model_settings=[model])
