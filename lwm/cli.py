@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from lwm.errors import LwmError
 from lwm.models import WORLD_MODEL
@@ -39,7 +40,7 @@ def _run_dir() -> Path:
 
 def _fail(e: BaseException) -> None:
     message = e.args[0] if isinstance(e, KeyError) and e.args else e  # KeyError's str() adds quotes
-    console.print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    console.print(f"[red]error:[/red] {escape(str(message))}", markup=True, highlight=False)  # paths may hold [..]
     raise typer.Exit(2)
 
 

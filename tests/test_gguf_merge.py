@@ -30,8 +30,8 @@ def _model(path, w=W):
     return path
 
 
-def _adapter(path, alpha=8.0, a=A, b=B, target="blk.0.attn_q.weight"):
-    writer = gguf.GGUFWriter(str(path), "llama")
+def _adapter(path, alpha=8.0, a=A, b=B, target="blk.0.attn_q.weight", arch="llama"):
+    writer = gguf.GGUFWriter(str(path), arch)
     writer.add_type("adapter")
     writer.add_string("adapter.type", "lora")
     if alpha is not None:
@@ -69,6 +69,23 @@ def test_adapter_that_does_not_fit_is_refused(tmp_path):
     other = _adapter(tmp_path / "other.gguf", target="blk.7.ffn_up.weight")
     with pytest.raises(ModelUnavailableError, match="does not have"):
         merge_lora(model, other, tmp_path / "out.gguf")
+    half = gguf.GGUFWriter(str(tmp_path / "half.gguf"), "llama")
+    half.add_type("adapter")
+    half.add_string("adapter.type", "lora")
+    half.add_tensor("blk.0.attn_q.weight.lora_a", A)
+    half.write_header_to_file()
+    half.write_kv_data_to_file()
+    half.write_tensors_to_file()
+    half.close()
+    with pytest.raises(ModelUnavailableError, match="are not lora_a/lora_b pairs"):
+        merge_lora(model, tmp_path / "half.gguf", tmp_path / "out.gguf")
+    for bad, message in ((_adapter(tmp_path / "nan.gguf", alpha=float("nan")), "NaN or infinite"),
+                         (_adapter(tmp_path / "inf.gguf", a=np.full((2, 8), np.inf, np.float32)), "NaN or infinite"),
+                         (_adapter(tmp_path / "rank0.gguf", a=np.zeros((0, 8), np.float32),
+                                   b=np.zeros((4, 0), np.float32)), "rank > 0"),
+                         (_adapter(tmp_path / "qwen.gguf", arch="qwen2"), "architecture 'qwen2'")):
+        with pytest.raises(ModelUnavailableError, match=message):
+            merge_lora(model, bad, tmp_path / "out.gguf")
     assert not (tmp_path / "out.gguf").exists()
 
 
@@ -100,6 +117,8 @@ def test_shipped_adapter_merges_into_embedded_model(tmp_path):
     merged = {t.name: t for t in gguf.GGUFReader(out).tensors}
     assert merged.keys() == base.keys()
     assert {merged[n].tensor_type for n in lora_targets(lora)} == {gguf.GGMLQuantizationType.Q8_0}
+    file_type = gguf.GGUFReader(out).fields["general.file_type"].contents()
+    assert file_type == gguf.LlamaFileType.MOSTLY_Q8_0  # was MOSTLY_Q4_1
     for name in lora_targets(lora):
         w = dequantize(base[name].data, base[name].tensor_type)
         a, b = lora[name + ".lora_a"], lora[name + ".lora_b"]

@@ -156,7 +156,8 @@ class LlamaCppChatModel:
         if lora_path:
             check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
-        if lora_path and merge_adapter and (merged := merged_gguf(path, lora_path)):
+        merged = merged_gguf(path, lora_path) if lora_path and merge_adapter else None
+        if merged:
             path, lora_path = merged, None
         self.context_window = n_ctx
         try:
@@ -168,7 +169,16 @@ class LlamaCppChatModel:
                 verbose=False,
             )
         except ValueError as e:  # llama.cpp's way of saying the file or context is unusable
+            if merged:  # a damaged cached copy: drop it so that the next load merges again
+                Path(path).unlink(missing_ok=True)
+                raise ModelUnavailableError(f"the cached merged model {path} is damaged ({e}); it was deleted: "
+                                            "run again to merge the adapter anew") from None
             raise ModelUnavailableError(f"llama.cpp could not load {path} (n_ctx={n_ctx}): {e}") from None
+        # llama-cpp-python 0.3.36 misses a refused adapter (a NULL handle is not None) and
+        # llama.cpp then crashes at the first decode
+        if lora_path and not self._llm._lora_adapter:
+            self._llm.close()
+            raise ModelUnavailableError(f"llama.cpp refused the adapter {lora_path} for {path}")
         self._thread_lock = threading.Lock()  # the model is not thread-safe
         self._queue = asyncio.Lock()
 

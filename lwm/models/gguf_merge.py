@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from lwm.jsonl import atomic_path
 log = logging.getLogger(__name__)
 
 #: Part of the cache key: bump when the merge's output for the same inputs changes.
-MERGE_VERSION = 1
+MERGE_VERSION = 2
 
 
 def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
@@ -53,7 +54,7 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
     """
     try:
         import numpy as np
-        from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
+        from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, LlamaFileType
         from gguf.quants import dequantize, quantize
     except ImportError as e:
         raise ModelUnavailableError("merging an adapter needs the gguf package: pip install 'gguf>=0.10'") from e
@@ -64,26 +65,43 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
     alpha = float(alpha_field.contents()) if alpha_field else 0.0
     pairs = {t.name: t for t in lora.tensors}
     targets = {name.removesuffix(".lora_a") for name in pairs if name.endswith(".lora_a")}
+    # what llama.cpp checks before it applies an adapter (llama-adapter.cpp)
+    kind = lora.get_field("adapter.type")
+    if kind is None or kind.contents() != "lora":
+        raise ModelUnavailableError(f"{adapter} is not a LoRA adapter (adapter.type is not 'lora')")
+    odd = sorted(n for n in pairs if not n.endswith((".lora_a", ".lora_b")))
+    unpaired = sorted({n.rsplit(".", 1)[0] for n in pairs} - targets) if not odd else []
+    unpaired += sorted(t for t in targets if t + ".lora_b" not in pairs)
+    if odd or unpaired:
+        raise ModelUnavailableError(f"{adapter} is not a LoRA adapter: tensors {(odd or unpaired)[:3]} "
+                                    "are not lora_a/lora_b pairs")
+    if not targets:
+        raise ModelUnavailableError(f"{adapter} is not a LoRA adapter: it has no lora_a/lora_b tensors")
+    arch = base.get_field("general.architecture")
+    lora_arch = lora.get_field("general.architecture")
+    if arch is None or (lora_arch is not None and lora_arch.contents() != arch.contents()):
+        raise ModelUnavailableError(f"{adapter} is for architecture {lora_arch and lora_arch.contents()!r}, "
+                                    f"{model} is {arch and arch.contents()!r}")
     missing = targets - {t.name for t in base.tensors}
     if missing:
         raise ModelUnavailableError(f"{adapter} adapts tensors {model} does not have: {sorted(missing)[:3]}")
 
-    writer = GGUFWriter(None, arch=base.get_field("general.architecture").contents(), endianess=base.endianess)
+    writer = GGUFWriter(None, arch=arch.contents(), endianess=base.endianess)
     if base.get_field("general.alignment"):
         writer.data_alignment = int(base.get_field("general.alignment").contents())
-    for field in base.fields.values():
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue  # written by GGUFWriter itself
-        kind = field.types[0]
-        writer.add_key_value(field.name, field.contents(), kind,
-                             sub_type=field.types[-1] if kind == GGUFValueType.ARRAY else None)
+    requantized = False  # adapted tensors of a quantized model become Q8_0: general.file_type says so
     for t in base.tensors:
         if t.name not in targets:
             writer.add_tensor(t.name, t.data, raw_shape=t.data.shape, raw_dtype=t.tensor_type)
             continue
         w = dequantize(t.data, t.tensor_type).astype(np.float32)
-        a = np.asarray(pairs[t.name + ".lora_a"].data, dtype=np.float32)
-        b = np.asarray(pairs[t.name + ".lora_b"].data, dtype=np.float32)
+        a, b = (pairs[f"{t.name}.lora_{x}"] for x in "ab")
+        a, b = (dequantize(x.data, x.tensor_type).astype(np.float32) for x in (a, b))
+        if not (w.ndim == a.ndim == b.ndim == 2 and a.shape[0] > 0):
+            raise ModelUnavailableError(f"{adapter} does not fit {model}: {t.name} and its lora_a/lora_b must be "
+                                        f"matrices of rank > 0 (shapes {w.shape}, {a.shape}, {b.shape})")
+        if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(alpha)):
+            raise ModelUnavailableError(f"{adapter} holds NaN or infinite values ({t.name} or its alpha)")
         if a.shape[1] != w.shape[1] or b.shape[0] != w.shape[0] or b.shape[1] != a.shape[0]:
             raise ModelUnavailableError(
                 f"{adapter} does not fit {model}: {t.name} is {w.shape[0]}×{w.shape[1]}, "
@@ -93,12 +111,23 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
         kind = t.tensor_type if t.tensor_type in floats else GGMLQuantizationType.Q8_0
         data = quantize(w, kind)
         writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=kind)
+        requantized = requantized or kind != t.tensor_type
 
+    for field in base.fields.values():
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue  # written by GGUFWriter itself
+        vtype, value = field.types[0], field.contents()
+        if field.name == "general.file_type" and requantized:
+            value = int(LlamaFileType.MOSTLY_Q8_0)
+        writer.add_key_value(field.name, value, vtype,
+                             sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None)
     with atomic_path(out) as tmp:
         writer.write_header_to_file(path=tmp)
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
+        with open(tmp, "rb") as f:  # on disk before the rename: a crash must not leave a torn cached model
+            os.fsync(f.fileno())
     return Path(out)
 
 
