@@ -205,7 +205,9 @@ class TerminalEnv(ControlledEnvironment):
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        self._tmux(*commands, timeout=left)
+        # a batch that starts gets at least 1 s: with the milliseconds left near the deadline
+        # tmux timed out mid-batch, a sandbox failure instead of a capped action
+        self._tmux(*commands, timeout=max(left, 1.0))
         return True
 
     def _tmux(self, *commands: list[str], timeout: float = 10.0) -> list[str]:
