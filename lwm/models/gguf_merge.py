@@ -64,14 +64,13 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
     alpha_field = lora.get_field("adapter.lora.alpha")
     alpha = float(alpha_field.contents()) if alpha_field else 0.0
     pairs = {t.name: t for t in lora.tensors}
-    targets = {name.removesuffix(".lora_a") for name in pairs if name.endswith(".lora_a")}
     # what llama.cpp checks before it applies an adapter (llama-adapter.cpp)
-    kind = lora.get_field("adapter.type")
-    if kind is None or kind.contents() != "lora":
+    adapter_type = lora.get_field("adapter.type")
+    if adapter_type is None or adapter_type.contents() != "lora":
         raise ModelUnavailableError(f"{adapter} is not a LoRA adapter (adapter.type is not 'lora')")
     odd = sorted(n for n in pairs if not n.endswith((".lora_a", ".lora_b")))
-    unpaired = sorted({n.rsplit(".", 1)[0] for n in pairs} - targets) if not odd else []
-    unpaired += sorted(t for t in targets if t + ".lora_b" not in pairs)
+    targets = {n.rsplit(".", 1)[0] for n in pairs}
+    unpaired = sorted(t for t in targets if not {f"{t}.lora_a", f"{t}.lora_b"} <= pairs.keys())
     if odd or unpaired:
         raise ModelUnavailableError(f"{adapter} is not a LoRA adapter: tensors {(odd or unpaired)[:3]} "
                                     "are not lora_a/lora_b pairs")
@@ -89,7 +88,16 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
     writer = GGUFWriter(None, arch=arch.contents(), endianess=base.endianess)
     if base.get_field("general.alignment"):
         writer.data_alignment = int(base.get_field("general.alignment").contents())
-    requantized = False  # adapted tensors of a quantized model become Q8_0: general.file_type says so
+    # adapted tensors of a quantized model become Q8_0: general.file_type says so
+    requantized = any(t.tensor_type not in floats for t in base.tensors if t.name in targets)
+    for field in base.fields.values():
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue  # written by GGUFWriter itself
+        vtype, value = field.types[0], field.contents()
+        if field.name == "general.file_type" and requantized:
+            value = int(LlamaFileType.MOSTLY_Q8_0)
+        writer.add_key_value(field.name, value, vtype,
+                             sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None)
     for t in base.tensors:
         if t.name not in targets:
             writer.add_tensor(t.name, t.data, raw_shape=t.data.shape, raw_dtype=t.tensor_type)
@@ -111,16 +119,7 @@ def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
         kind = t.tensor_type if t.tensor_type in floats else GGMLQuantizationType.Q8_0
         data = quantize(w, kind)
         writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=kind)
-        requantized = requantized or kind != t.tensor_type
 
-    for field in base.fields.values():
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue  # written by GGUFWriter itself
-        vtype, value = field.types[0], field.contents()
-        if field.name == "general.file_type" and requantized:
-            value = int(LlamaFileType.MOSTLY_Q8_0)
-        writer.add_key_value(field.name, value, vtype,
-                             sub_type=field.types[-1] if vtype == GGUFValueType.ARRAY else None)
     with atomic_path(out) as tmp:
         writer.write_header_to_file(path=tmp)
         writer.write_kv_data_to_file()
