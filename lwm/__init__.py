@@ -24,18 +24,22 @@ _EXPORTS = {
     "rows_from_trajectory": "lwm.schema",
     # parsing and metrics
     "parse_output": "lwm.parse", "observation_text": "lwm.parse",
-    "fidelity": "lwm.eval.metrics", "volatile_spans": "lwm.data.volatility",
-    # environments
-    "Task": "lwm.envs.base", "Check": "lwm.envs.base", "StepResult": "lwm.envs.base", "make_real_env": "lwm.envs",
-    "Sandbox": "lwm.envs.sandbox", "SandboxLimits": "lwm.envs.sandbox", "TerminalEnv": "lwm.envs.terminal",
+    "fidelity": "lwm.metrics", "volatile_spans": "lwm.data.volatility",
+    # domains and environments
+    "Domain": "lwm.domains", "Task": "lwm.envs.base", "Check": "lwm.envs.base", "StepResult": "lwm.envs.base",
+    "Script": "lwm.envs.episode", "play_episode": "lwm.envs.episode",
+    "Sandbox": "lwm.envs.sandbox", "SandboxLimits": "lwm.envs.sandbox",
     # models
-    "load_model": "lwm.models", "SamplingParams": "lwm.models.base", "ChatModel": "lwm.models.base",
+    "load_model": "lwm.models", "ModelSpec": "lwm.models", "SamplingParams": "lwm.models.base",
+    "ChatModel": "lwm.models.base",
     # pipelines
     "collect": "lwm.data.collect", "CollectConfig": "lwm.data.collect",
-    "evaluate": "lwm.eval.runner", "EvalConfig": "lwm.eval.runner", "load_rows": "lwm.eval.runner",
+    "evaluate": "lwm.eval.runner", "run_eval": "lwm.eval.runner", "EvalConfig": "lwm.eval.runner",
+    "load_rows": "lwm.eval.runner",
     "import_logs": "lwm.data.importers",
     # the world model as an environment
-    "make_env": "lwm.sim", "SimEnv": "lwm.sim", "Control": "lwm.sim", "ReplayCache": "lwm.sim",
+    "make_env": "lwm.sim", "EnvFactory": "lwm.sim", "SimEnv": "lwm.sim", "Control": "lwm.sim",
+    "ReplayCache": "lwm.sim",
     "rollout": "lwm.sim.rollout", "RolloutConfig": "lwm.sim.rollout", "wm2real": "lwm.eval.wm2real",
 }
 __all__ = sorted(_EXPORTS)

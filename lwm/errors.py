@@ -1,13 +1,21 @@
 """Every error ``lwm`` raises on purpose.
 
     LwmError
-    ├── RowFormatError        a malformed line in a JSONL file (names file and line)
-    ├── ActionFormatError     an action that does not follow its domain's format
-    ├── SandboxError          the sandbox could not start or was used after close
+    ├── RowFormatError          a malformed line in a JSONL file (names file and line)
+    ├── UnknownDomainError      a domain name no registry entry has (lists the known ones)
+    ├── NoRealEnvironmentError  a domain whose real environment cannot run here (import only)
+    ├── ActionFormatError       an action that does not follow its domain's format
+    ├── SandboxError            the sandbox could not start or was used after close
     ├── EnvironmentClosedError  step() after close() or before reset()
-    ├── ModelUnavailableError a world-model backend cannot be reached or loaded
-    ├── DataNotFoundError     no input where input was expected
-    └── RunMismatchError      resuming a run directory with other settings
+    ├── AssetMissingError       a tool an environment needs is not installed (says how to install it)
+    ├── CacheMissError          the replay cache has no observation for this situation
+    ├── ModelUnavailableError   a world-model backend cannot be reached or loaded
+    ├── AdapterExportError      a LoRA adapter cannot be converted to GGUF
+    ├── DataNotFoundError       no input where input was expected
+    └── RunMismatchError        resuming a run directory with other settings
+
+Errors that are also ``KeyError`` (unknown domain, cache miss) print their message
+without the quotes ``KeyError`` adds.
 """
 
 from __future__ import annotations
@@ -33,6 +41,31 @@ class RowFormatError(LwmError, ValueError):
         super().__init__(f"{path}:{line}: {reason}")
 
 
+class _Message:
+    """``str()`` of a ``KeyError`` subclass is its message, not its quoted repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownDomainError(_Message, LwmError, KeyError):
+    """No domain of this name is registered.
+
+    Attributes:
+        name: the name asked for.
+        known: the registered names.
+    """
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        self.name, self.known = name, tuple(known)
+        super().__init__(f"unknown domain {name!r} (known: {', '.join(self.known)})")
+
+
+class NoRealEnvironmentError(LwmError, ValueError):
+    """The domain's real environment cannot run here (a desktop VM, an emulator): its
+    trajectories come from importers. The message gives the reason."""
+
+
 class ActionFormatError(LwmError, ValueError):
     """An action does not follow its domain's action format."""
 
@@ -50,8 +83,20 @@ class EnvironmentClosedError(LwmError, RuntimeError):
     """``step()`` was called on an environment that is closed or was never reset."""
 
 
+class AssetMissingError(LwmError):
+    """A tool an environment needs is not installed; the message says how to install it."""
+
+
+class CacheMissError(_Message, LwmError, KeyError):
+    """The replay cache has no observation for this situation."""
+
+
 class ModelUnavailableError(LwmError, RuntimeError):
     """A world-model backend cannot be loaded or reached."""
+
+
+class AdapterExportError(LwmError, ValueError):
+    """The adapter cannot be expressed as a llama.cpp LoRA (the message says why)."""
 
 
 class DataNotFoundError(LwmError, FileNotFoundError):

@@ -13,7 +13,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from lwm.schema import OBSERVATION_MARKER
+#: How a ground-truth response starts in AgentWorldBench rows (``response`` items).
+OBSERVATION_MARKER = "**Environment Observation:**"
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 OBS_OPEN, OBS_CLOSE = "<predicted_observation>", "</predicted_observation>"

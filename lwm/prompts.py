@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lwm.models.base import Message
-from lwm.schema import BenchRow
+from lwm.schema import BenchRow, Message
 
 _PER_MESSAGE = 4  # chat-template tokens around each message (role markers, separators)
 

@@ -18,14 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from lwm.errors import RowFormatError
 from lwm.jsonl import iter_jsonl, write_jsonl
+from lwm.parse import OBSERVATION_MARKER, observation_text
 
-OBSERVATION_MARKER = "**Environment Observation:**"
 TRAILING_INSTRUCTION = (
     "Predict the environment's next observation after this action. Think first, then write "
     "the observation inside <predicted_observation></predicted_observation>."
 )
 
 Span = tuple[int, int]
+#: A chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
+Message = dict[str, str]
 
 
 class Provenance(BaseModel):
@@ -151,8 +153,6 @@ class BenchRow(BaseModel):
     @model_validator(mode="after")
     def _spans_inside_the_observation(self) -> BenchRow:
         if self.volatile_spans and self.turn_idx <= len(self.response):
-            from lwm.parse import observation_text
-
             n = len(observation_text(self.ground_truth))
             for s, e in self.volatile_spans:
                 if not 0 <= s < e <= n:
@@ -236,15 +236,11 @@ def format_response(observation: str) -> str:
     return f"{OBSERVATION_MARKER}\n{_fence(observation)}"
 
 
-def rows_from_trajectory(traj: Trajectory, *, action_lang: str | None = None) -> list[BenchRow]:
+def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list[BenchRow]:
     """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4).
 
-    ``action_lang`` labels the fence around each action (default: the domain's, see
-    :func:`lwm.domains.action_lang`)."""
-    if action_lang is None:
-        from lwm.domains import action_lang as domain_lang
-
-        action_lang = domain_lang(traj.domain)
+    ``action_lang`` labels the fence around each action: the domain's
+    (``lwm.domains.get(traj.domain).action_lang``: ``sql``, ``python`` …; ``json`` for most)."""
     items = [
         format_prompt_item(
             t.index,

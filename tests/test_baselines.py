@@ -7,9 +7,12 @@ import sys
 import pytest
 from conftest import needs_sandbox
 
-from lwm.domains import code, db, terminal
+from lwm.domains.code import spec as code
+from lwm.domains.db import spec as db
+from lwm.domains.terminal import spec as terminal
 from lwm.eval.baselines import RowBaseline, previous_observation
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
+from lwm.eval.baselines import load_predictor
 from lwm.models import load_model
 from lwm.schema import Provenance, Trajectory, Turn, format_prompt_item, parse_prompt_item, rows_from_trajectory
 from lwm.sim.env import SimEnv
@@ -109,7 +112,7 @@ async def test_baselines_through_the_runner(tmp_path):
                                      "prompt": ["### Turn 1\nls"]})
     summaries = {}
     for name in ("trivial", "repeat-last"):
-        model = load_model(f"baseline:{name}")
+        model = load_predictor(f"baseline:{name}")
         summaries[name] = await evaluate(EvalConfig(out=tmp_path / name), model, rows=rows + other + pg + [odd],
                                          show_progress=False)
     trivial = summaries["trivial"]
@@ -125,22 +128,22 @@ async def test_baselines_through_the_runner(tmp_path):
     assert preds[1]["observation"] == f"{PROMPT} mkdir d\n{PROMPT} echo hi\n{PROMPT}"
 
 
-def test_load_model_refuses_unknown_baselines_and_adapters():
+def test_load_predictor_refuses_unknown_baselines_and_adapters():
     with pytest.raises(ValueError, match="unknown baseline 'oracle'"):
-        load_model("baseline:oracle")
+        load_predictor("baseline:oracle")
     with pytest.raises(ValueError, match="adapter"):
-        load_model("baseline:trivial", adapter="a.gguf")
+        load_predictor("baseline:trivial", adapter="a.gguf")
 
 
 async def test_baselines_cannot_simulate_or_judge(tmp_path):
     with pytest.raises(TypeError, match="cannot answer chat messages"):
         await RowBaseline("trivial").generate([], None)
     with pytest.raises(ValueError, match="reference predictor"):
-        SimEnv("terminal", RowBaseline("repeat-last"))
+        load_model("baseline:repeat-last")  # the one rule: whatever simulates, judges or acts is a chat model
     r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--judge-model",
                         "baseline:trivial", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "run")],
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "not a judge" in r.stderr
+    assert r.returncode == 2 and "cannot simulate, judge" in r.stderr
 
 
 @needs_sandbox

@@ -4,16 +4,18 @@ import json
 
 from conftest import needs_sandbox
 
+from lwm import domains
 from lwm.data import collect as C
+from lwm.domains.terminal import keys
 from lwm.envs.base import Task
+from lwm.envs.episode import Script
 from lwm.schema import read_rows
-from lwm.suites import Episode, keys, load_suite
 
 pytestmark = needs_sandbox
 
 
 def test_bundled_suite_meets_its_spec():
-    core, full = load_suite("terminal"), load_suite("terminal", extended=True)
+    core, full = domains.get("terminal").scripts(), domains.get("terminal").scripts(extended=True)
     assert len(core) >= 40 and sum(len(e.actions) for e in core) >= 200
     assert len({e.task.name for e in full}) == len(full) > len(core)
     families = {e.task.family for e in core}
@@ -22,8 +24,8 @@ def test_bundled_suite_meets_its_spec():
 
 
 def test_volatile_output_is_found_by_two_real_runs():
-    ep = Episode(Task("volatile", setup=()), (keys("echo stable; date +%s%N\n"), keys("echo done\n")))
-    runs = [C.play_episode(ep, "terminal", run=k) for k in range(2)]
+    ep = Script(Task("volatile", setup=()), (keys("echo stable; date +%s%N\n"), keys("echo done\n")))
+    runs = [C.play_script(ep, "terminal", run=k) for k in range(2)]
     marked = C.mark_volatile(runs)
     first, second = marked.turns
     stamp = first.observation.split("\n")[2]
@@ -38,7 +40,7 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     cfg = C.CollectConfig(out=tmp_path, episodes=2, workers=2)
     res = C.collect(cfg, show_progress=False)
     rows = list(read_rows(res.rows_path))
-    n_turns = sum(len(e.actions) for e in load_suite("terminal")[:2])
+    n_turns = sum(len(e.actions) for e in domains.get("terminal").scripts()[:2])
     assert len(rows) == n_turns and res.trajectories == 4 and res.played == 4 and not res.failed
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["real_steps"] == 2 * n_turns and manifest["real_steps_per_second_per_env"] > 0
@@ -50,8 +52,8 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     lines = partial.read_text().splitlines(keepends=True)
     partial.write_text("".join(lines[:-1]) + lines[-1][:50])
     played = []
-    real_play = C.play_episode
-    monkeypatch.setattr(C, "play_episode", lambda *a, **k: played.append(a) or real_play(*a, **k))
+    real_play = C.play_script
+    monkeypatch.setattr(C, "play_script", lambda *a, **k: played.append(a) or real_play(*a, **k))
     again = C.collect(cfg, show_progress=False)
     assert len(played) == 1 and again.trajectories == 4 and again.played == 1
     assert [r.model_dump(exclude={"volatile_spans"}) for r in read_rows(again.rows_path)] == \

@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
+from lwm.cli.data import data_app
 from typer.testing import CliRunner
 
 from lwm.data.build import (
@@ -21,7 +22,6 @@ from lwm.data.build import (
     read_built,
 )
 from lwm.data.collect import CollectConfig, collect
-from lwm.data.commands import data_app
 from lwm.errors import RowFormatError
 from lwm.eval.runner import load_rows
 from lwm.jsonl import iter_jsonl

@@ -7,15 +7,14 @@ import time
 import pytest
 from conftest import needs_sandbox
 
+from lwm import domains
 from lwm.data import collect as C
-from lwm.domains import code as D
-from lwm.envs import make_real_env
+from lwm.domains.code import spec as D
+from lwm.domains.code.env import CodeEnv
+from lwm.domains.code.suite import random_scripts
 from lwm.envs.base import Task
-from lwm.envs.code import CodeEnv
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
 from lwm.schema import read_rows
-from lwm.suites import load_suite
-from lwm.suites.code import random_episodes
 
 
 @pytest.fixture
@@ -56,13 +55,13 @@ def test_format_observation_blocks_in_order():
 
 
 def test_suite_meets_its_spec():
-    core, full = load_suite("code"), load_suite("code", extended=True)
+    core, full = domains.get("code").scripts(), domains.get("code").scripts(extended=True)
     assert len(core) >= 20 and sum(len(e.actions) for e in core) >= 100
     checked = [e for e in core if e.task.check is not None]
     assert len(checked) >= 10
     assert len({e.task.name for e in full}) == len(full) > len(core)
     assert all(e.task.family and e.tags for e in full)
-    assert random_episodes(7, 3) == random_episodes(7, 3) != random_episodes(8, 3)
+    assert random_scripts(7, 3) == random_scripts(7, 3) != random_scripts(8, 3)
     families = {e.task.family for e in core}
     assert families >= {"state", "stdlib", "errors", "output", "files", "limits", "tasks", "random"}
 
@@ -197,12 +196,12 @@ def test_bad_actions_and_lifecycle():
     e.close()
     e.close()
     assert all(p.poll() is not None for p in sandbox_procs)
-    assert isinstance(make_real_env("code"), CodeEnv)
+    assert isinstance(domains.get("code").make_env(), CodeEnv)
 
 
 @needs_sandbox
 def test_verify_runs_the_probe_cell():
-    suite = {e.task.name: e for e in load_suite("code")}
+    suite = {e.task.name: e for e in domains.get("code").scripts()}
     for name, reward in (("tasks-primes", 1.0), ("tasks-primes-off-by-one", 0.0)):
         ep = suite[name]
         with CodeEnv() as e:
@@ -213,11 +212,10 @@ def test_verify_runs_the_probe_cell():
 
 
 @needs_sandbox
-def test_collect_two_episodes(tmp_path, monkeypatch):
+def test_collect_two_episodes(tmp_path):
     names = ["tasks-primes", "tasks-log-errors-unsaved", "limits-endless-loop"]
-    suite = [e for e in load_suite("code") if e.task.name in names]
-    monkeypatch.setattr(C, "load_suite", lambda domain, extended=False: suite)
-    res = C.collect(C.CollectConfig(out=tmp_path, domain="code", workers=3), show_progress=False)
+    suite = [e for e in domains.get("code").scripts() if e.task.name in names]
+    res = C.collect(C.CollectConfig(out=tmp_path, domain="code", workers=3, names=tuple(names)), show_progress=False)
     assert res.trajectories == 6 and not res.failed
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in suite)

@@ -6,15 +6,14 @@ import time
 import pytest
 from conftest import needs_sandbox
 
+from lwm import domains
 from lwm.data import collect as C
-from lwm.domains import db as domain
-from lwm.envs import make_real_env
+from lwm.domains.db import spec as domain
+from lwm.domains.db.env import DbEnv
+from lwm.domains.db.suite import SHOP, random_scripts
 from lwm.envs.base import Task
-from lwm.envs.db import DbEnv
 from lwm.errors import ActionFormatError, EnvironmentClosedError
 from lwm.schema import read_rows
-from lwm.suites import load_suite
-from lwm.suites.db import SHOP, random_episodes
 
 ENGINES = ("sqlite", "postgres")
 
@@ -38,7 +37,7 @@ def test_system_prompt_names_engine_and_setup():
 
 
 def test_suite_meets_its_spec():
-    core, full = load_suite("db"), load_suite("db", extended=True)
+    core, full = domains.get("db").scripts(), domains.get("db").scripts(extended=True)
     assert len(core) >= 20 and sum(len(e.actions) for e in core) >= 100
     for engine in ENGINES:
         assert sum(e.task.options["engine"] == engine for e in core) >= 8
@@ -46,7 +45,7 @@ def test_suite_meets_its_spec():
     assert len(checked) >= 10 and sum("fails" in e.tags for e in checked) >= 3
     assert len({e.task.name for e in full}) == len(full) > len(core)
     assert all(e.task.family and e.tags for e in full)
-    assert random_episodes(3, 4) == random_episodes(3, 4) != random_episodes(4, 4)
+    assert random_scripts(3, 4) == random_scripts(3, 4) != random_scripts(4, 4)
 
 
 def test_unknown_engine_is_refused():
@@ -170,7 +169,7 @@ def test_postgres_cannot_reach_host_files():
 # -- lifecycle ---------------------------------------------------------------------------------
 @needs_sandbox
 def test_lifecycle_and_quit():
-    env = make_real_env("db")
+    env = domains.get("db").make_env()
     with pytest.raises(EnvironmentClosedError):
         env.step("SELECT 1;")
     banner = env.reset(Task("q", options={"engine": "postgres"}))
@@ -184,10 +183,10 @@ def test_lifecycle_and_quit():
 
 
 @needs_sandbox
-def test_collect_plays_both_engines(tmp_path, monkeypatch):
-    picked = [e for e in load_suite("db") if e.task.name in ("sqlite-txn-uncommitted", "pg-constraints")]
-    monkeypatch.setattr(C, "load_suite", lambda domain, extended=False: picked)
-    res = C.collect(C.CollectConfig(out=tmp_path, domain="db", workers=2), show_progress=False)
+def test_collect_plays_both_engines(tmp_path):
+    names = ("sqlite-txn-uncommitted", "pg-constraints")
+    picked = [e for e in domains.get("db").scripts() if e.task.name in names]
+    res = C.collect(C.CollectConfig(out=tmp_path, domain="db", workers=2, names=names), show_progress=False)
     assert not res.failed and res.trajectories == 4
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in picked)

@@ -4,15 +4,14 @@ import json
 
 import pytest
 
+from lwm import domains
 from lwm.data import collect as C
-from lwm.domains import fs as domain
-from lwm.domains.mcp import call, canonical
-from lwm.envs import make_real_env
+from lwm.domains.fs import spec as domain
+from lwm.domains.fs.suite import random_scripts
+from lwm.domains.mcp.spec import call, canonical
 from lwm.envs.base import Check, Task
 from lwm.errors import ActionFormatError, EnvironmentClosedError
 from lwm.schema import read_rows, read_trajectories
-from lwm.suites import load_suite
-from lwm.suites.fs import random_episodes
 from tests.conftest import needs_sandbox
 
 LINKS = {"shell_setup": [["ln", "-s", "/etc/passwd", "/app/out"], ["ln", "-s", "/", "/app/root"],
@@ -21,7 +20,7 @@ LINKS = {"shell_setup": [["ln", "-s", "/etc/passwd", "/app/out"], ["ln", "-s", "
 
 @pytest.fixture(scope="module")
 def env():
-    e = make_real_env("fs")
+    e = domains.get("fs").make_env()
     yield e
     e.close()
 
@@ -83,12 +82,12 @@ def test_action_format():
 
 
 def test_suite_size_and_determinism():
-    eps = load_suite("fs")
+    eps = domains.get("fs").scripts()
     assert len(eps) >= 20 and sum(len(e.actions) for e in eps) >= 100
     assert sum(e.task.check is not None for e in eps) >= 10
     assert all(e.task.family and e.tags for e in eps)
     assert len({e.task.name for e in eps}) == len(eps)
-    assert [e.actions for e in random_episodes(3, 4)] == [e.actions for e in random_episodes(3, 4)]
+    assert [e.actions for e in random_scripts(3, 4)] == [e.actions for e in random_scripts(3, 4)]
     for e in eps:
         for a in e.actions:
             json.dumps(a)
@@ -97,7 +96,7 @@ def test_suite_size_and_determinism():
 @needs_sandbox
 def test_collect_two_episodes(tmp_path):
     res = C.collect(C.CollectConfig(out=tmp_path, domain="fs", episodes=3, workers=3), show_progress=False)
-    eps = load_suite("fs")[:3]
+    eps = domains.get("fs").scripts()[:3]
     assert not res.failed and res.trajectories == 6
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in eps)

@@ -7,22 +7,21 @@ import time
 
 import pytest
 
+from lwm import domains
 from lwm.data import collect as C
-from lwm.domains import mcp as domain
-from lwm.domains.mcp import call
-from lwm.envs import make_real_env
+from lwm.domains.mcp import spec as domain
+from lwm.domains.mcp.spec import call
+from lwm.domains.mcp.suite import random_scripts
 from lwm.envs.base import Check, Task
-from lwm.envs.mcp_client import McpConnection, ServerSpec
+from lwm.domains.mcp.client import McpConnection, ServerSpec
 from lwm.errors import ActionFormatError, SandboxError
 from lwm.schema import read_rows, read_trajectories
-from lwm.suites import load_suite
-from lwm.suites.mcp import random_episodes
 from tests.conftest import needs_sandbox
 
 
 @pytest.fixture(scope="module")
 def env():
-    e = make_real_env("mcp")
+    e = domains.get("mcp").make_env()
     yield e
     e.close()
 
@@ -118,22 +117,22 @@ def test_action_format_and_rendering():
 
 
 def test_suite_size_and_servers():
-    eps = load_suite("mcp")
+    eps = domains.get("mcp").scripts()
     assert len(eps) >= 20 and sum(len(e.actions) for e in eps) >= 100
     assert sum(e.task.check is not None for e in eps) >= 10
     assert {e.task.options["server"] for e in eps} == {"sqlite", "memory", "tickets"}
     assert any("fails" in e.tags for e in eps)
-    assert [e.actions for e in random_episodes(5, 3)] == [e.actions for e in random_episodes(5, 3)]
+    assert [e.actions for e in random_scripts(5, 3)] == [e.actions for e in random_scripts(5, 3)]
 
 
 @needs_sandbox
 def test_collect_three_episodes(tmp_path):
     names = ["sqlite-shop-basics", "sqlite-restock", "sqlite-delete-wrong"]
     res = C.collect(C.CollectConfig(out=tmp_path, domain="mcp", episodes=3, workers=3), show_progress=False)
-    assert [e.task.name for e in load_suite("mcp")[:3]] == names
+    assert [e.task.name for e in domains.get("mcp").scripts()[:3]] == names
     assert not res.failed and res.trajectories == 6
     rows = list(read_rows(res.rows_path))
-    assert len(rows) == sum(len(e.actions) for e in load_suite("mcp")[:3])
+    assert len(rows) == sum(len(e.actions) for e in domains.get("mcp").scripts()[:3])
     assert rows[0].task == "mcp" and "mcp-server-sqlite" in rows[0].system_str and rows[0].response[-1]
     rewards = {t.id.split("/")[1]: t.reward for t in read_trajectories(tmp_path / "trajectories.jsonl")}
     assert rewards == {"sqlite-shop-basics": 1.0, "sqlite-restock": 1.0, "sqlite-delete-wrong": 0.0}

@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 from conftest import needs_sandbox
 
-from lwm.domains import search as D
-from lwm.envs.assets import AssetMissingError
+from lwm.domains.search import spec as D
 from lwm.envs.base import Task
-from lwm.errors import ActionFormatError, EnvironmentClosedError
+from lwm.errors import ActionFormatError, AssetMissingError, EnvironmentClosedError
 
 DOCS = "https://docs.python.org/3.11/"
 
 
 def _index_built() -> bool:
-    from lwm.envs.search_index import index_path
+    from lwm.domains.search.index import index_path
 
     try:
         index_path()
@@ -38,7 +37,7 @@ def X(url, goal=""):
 
 
 def _controller():
-    path = Path(__file__).parents[1] / "lwm" / "envs" / "search_controller.py"
+    path = Path(__file__).parents[1] / "lwm" / "domains" / "search" / "controller.py"
     spec = importlib.util.spec_from_file_location("search_controller", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -113,7 +112,7 @@ def test_page_window_follows_the_goal():
 
 
 def test_index_path_says_how_to_build(monkeypatch, tmp_path):
-    from lwm.envs.search_index import index_path
+    from lwm.domains.search.index import index_path
 
     monkeypatch.setenv("LWM_HOME", str(tmp_path))
     with pytest.raises(AssetMissingError, match="lwm setup"):
@@ -121,24 +120,24 @@ def test_index_path_says_how_to_build(monkeypatch, tmp_path):
 
 
 def test_suite_meets_its_spec():
-    from lwm.suites import load_suite
-    from lwm.suites.search import random_episodes
+    from lwm import domains
+    from lwm.domains.search.suite import random_scripts
 
-    core = load_suite("search")
+    core = domains.get("search").scripts()
     assert len(core) >= 20 and sum(len(e.actions) for e in core) >= 100
     assert len({e.task.name for e in core}) == len(core)
     checks = [e for e in core if e.task.check]
     assert len(checks) >= 10
     families = {e.task.family for e in core}
     assert {"stdlib-lookup", "odd-input", "bad-urls", "bad-calls", "no-results", "random"} <= families
-    assert random_episodes(7, 3) == random_episodes(7, 3) != random_episodes(8, 3)
+    assert random_scripts(7, 3) == random_scripts(7, 3) != random_scripts(8, 3)
     assert "search" in D.system_prompt() and "web_extractor" in D.system_prompt()
 
 
 # -- in the sandbox ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def env():
-    from lwm.envs.search import SearchEnv
+    from lwm.domains.search.env import SearchEnv
 
     e = SearchEnv()
     e.reset(Task("t"))
@@ -206,7 +205,7 @@ def test_snapshot_restore_is_trivial_and_checks_the_episode(env):
 @needs_sandbox
 @needs_index
 def test_lifecycle_errors():
-    from lwm.envs.search import SearchEnv
+    from lwm.domains.search.env import SearchEnv
 
     e = SearchEnv()
     with pytest.raises(EnvironmentClosedError):
@@ -222,13 +221,13 @@ def test_lifecycle_errors():
 @needs_sandbox
 @needs_index
 def test_collect_plays_the_suite(tmp_path):
+    from lwm import domains
     from lwm.data import collect as C
     from lwm.schema import read_rows
-    from lwm.suites import load_suite
 
     cfg = C.CollectConfig(domain="search", out=tmp_path, episodes=3, workers=2)
     res = C.collect(cfg, show_progress=False)
-    episodes = load_suite("search")[:3]
+    episodes = domains.get("search").scripts()[:3]
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in episodes) and not res.failed
     assert all(not r.volatile_spans for r in rows)  # the engine is deterministic

@@ -7,15 +7,14 @@ import time
 import pytest
 from conftest import needs_sandbox
 
+from lwm import domains
 from lwm.data import collect as C
-from lwm.domains import swe as domain
-from lwm.envs import make_real_env
+from lwm.domains.swe import spec as domain
+from lwm.domains.swe.env import GIT_INIT_SETUP, SweEnv
+from lwm.domains.swe.suite import CALC, SCRIPTS, _files, call, random_scripts, sh
 from lwm.envs.base import Task
-from lwm.envs.swe import GIT_INIT_SETUP, SweEnv
 from lwm.errors import ActionFormatError, EnvironmentClosedError
 from lwm.schema import read_rows
-from lwm.suites import load_suite
-from lwm.suites.swe import CALC, EPISODES, _files, call, random_episodes, sh
 
 
 # -- action format (no sandbox) ------------------------------------------------------------
@@ -52,13 +51,13 @@ def test_validate_reports_harness_errors():
 
 
 def test_suite_meets_its_spec():
-    core = load_suite("swe")
+    core = domains.get("swe").scripts()
     assert len(core) >= 20 and sum(len(e.actions) for e in core) >= 100
     checked = [e for e in core if e.task.check is not None]
     assert len(checked) >= 10
-    assert len({e.task.name for e in EPISODES}) == len(EPISODES)
+    assert len({e.task.name for e in SCRIPTS}) == len(SCRIPTS)
     assert all(e.task.family for e in core)
-    assert random_episodes(3, 2) == random_episodes(3, 2) != random_episodes(4, 2)
+    assert random_scripts(3, 2) == random_scripts(3, 2) != random_scripts(4, 2)
     for e in core:
         for a in e.actions:
             try:
@@ -84,7 +83,7 @@ def obs(env, name, **args):
 
 @needs_sandbox
 def test_reset_describes_the_repository():
-    with make_real_env("swe") as env:
+    with domains.get("swe").make_env() as env:
         first = env.reset(Task("t", files=_files(CALC), setup=GIT_INIT_SETUP))
     assert first.splitlines() == ["Working directory: /app/repo", "Git repository: yes (branch main, 1 commit)",
                                   "Files (4):", "  .gitignore", "  README.md", "  calc.py", "  test_calc.py"]
@@ -192,7 +191,7 @@ def test_snapshot_and_restore_bring_back_files_and_git_state(env):
 
 @needs_sandbox
 def test_verifier_and_closed_environment():
-    ep = next(e for e in EPISODES if e.task.name == "fix-calc-add")
+    ep = next(e for e in SCRIPTS if e.task.name == "fix-calc-add")
     with SweEnv() as env:
         env.reset(ep.task)
         assert env.verify() == 0.0
@@ -206,7 +205,7 @@ def test_verifier_and_closed_environment():
 @needs_sandbox
 def test_collect_plays_the_suite(tmp_path):
     res = C.collect(C.CollectConfig(domain="swe", out=tmp_path, episodes=2, workers=2), show_progress=False)
-    eps = load_suite("swe")[:2]
+    eps = domains.get("swe").scripts()[:2]
     rows = list(read_rows(res.rows_path))
     assert len(rows) == sum(len(e.actions) for e in eps) and res.trajectories == 4 and not res.failed
     trajs = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]

@@ -10,12 +10,12 @@ import time
 import pytest
 from conftest import needs_sandbox
 
-from lwm.domains import web as domain
+from lwm import domains
+from lwm.domains.web import spec as domain
+from lwm.domains.web.env import WebEnv, render_tree
+from lwm.domains.web.sites import make_sites
 from lwm.envs.base import Task
-from lwm.envs.web import WebEnv, render_tree
-from lwm.envs.web_sites import make_sites
 from lwm.errors import ActionFormatError, EnvironmentClosedError
-from lwm.suites import load_suite
 
 needs_browser = pytest.mark.skipif(not os.path.exists("/usr/lib/chromium/chromium"),
                                    reason="Debian's chromium is required")
@@ -77,7 +77,7 @@ def test_sites_keep_state_without_a_browser():
 
 
 def test_suite_meets_its_spec():
-    core, full = load_suite("web"), load_suite("web", extended=True)
+    core, full = domains.get("web").scripts(), domains.get("web").scripts(extended=True)
     assert len(core) >= 20 and sum(len(e.actions) for e in core) >= 100
     assert len({e.task.name for e in full}) == len(full) > len(core)
     assert sum(1 for e in core if e.task.check) >= 10
@@ -86,8 +86,8 @@ def test_suite_meets_its_spec():
         if ep.task.family not in ("random", "odd-input"):
             for a in (*ep.actions, *ep.task.setup):
                 domain.parse_action(a)
-    from lwm.suites.web import random_episodes
-    assert random_episodes(3, 2) == random_episodes(3, 2) != random_episodes(4, 2)
+    from lwm.domains.web.suite import random_scripts
+    assert random_scripts(3, 2) == random_scripts(3, 2) != random_scripts(4, 2)
 
 
 # -- a real browser --------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_collect_plays_the_suite(tmp_path):
     from lwm.schema import read_rows
 
     res = C.collect(C.CollectConfig(domain="web", out=tmp_path, episodes=2, workers=2), show_progress=False)
-    eps = load_suite("web")[:2]
+    eps = domains.get("web").scripts()[:2]
     rows = list(read_rows(res.rows_path))
     assert res.trajectories == 4 and not res.failed
     assert len(rows) == sum(len(e.actions) for e in eps)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from lwm.data.importers import NO_REAL_ENVIRONMENT, import_logs
-from lwm.domains import android
-from lwm.domains import os as os_domain
+from lwm.domains.android import spec as android
+from lwm.domains.os import spec as os_domain
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.schema import read_rows, read_trajectories, rows_from_trajectory
 

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from lwm.domains.rubrics import GENERIC, RUBRICS, rubric_for
+from lwm import domains
+from lwm.domains.rubrics import GENERIC, rubric_for
 from lwm.eval.judge import (
     DIMENSIONS,
     WHICH_CLOSER_SYSTEM,
@@ -31,6 +32,9 @@ from lwm.schema import (
     Turn,
     rows_from_trajectory,
 )
+
+#: The domains with a rubric of their own (their specs' ``rubric``).
+RUBRICS = {n: domains.get(n).rubric for n in domains.names() if domains.get(n).rubric is not GENERIC}
 
 SAMPLING = SamplingParams(temperature=0.0, max_tokens=512)
 

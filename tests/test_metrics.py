@@ -3,7 +3,7 @@
 import pytest
 
 from lwm.data.volatility import volatile_spans
-from lwm.eval.metrics import fidelity, line_f1
+from lwm.metrics import fidelity, line_f1
 
 DATE_A = "root@sandbox:/app# date\nSun Nov 29 10:31:05 UTC 2026\nroot@sandbox:/app#"
 DATE_B = "root@sandbox:/app# date\nSun Nov 29 10:31:07 UTC 2026\nroot@sandbox:/app#"

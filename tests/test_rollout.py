@@ -70,12 +70,12 @@ def test_rollout_on_a_local_ray_instance(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--backend", "dream"], "--backend must be one of"),
-    (["--backend", "replay"], "needs --cache"),
+    (["--backend", "dream"], "unknown backend 'dream'"),
+    (["--backend", "replay"], "the replay backend needs a cache"),
     (["--control", "explode"], "unknown control kind"),
-    (["--domain", "nowhere", "--backend", "real"], "no bundled suite"),
-    (["--model", "baseline:trivial"], "reference predictors"),
-    (["--policy", "baseline:repeat-last"], "reference predictors"),
+    (["--domain", "nowhere", "--backend", "real"], "unknown domain 'nowhere'"),
+    (["--model", "baseline:trivial"], "reference predictor"),
+    (["--policy", "baseline:repeat-last"], "reference predictor"),
 ])
 def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
     result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])

@@ -4,12 +4,12 @@
 import pytest
 from conftest import needs_sandbox
 
+from lwm.domains.terminal import keys
 from lwm.envs.base import Check, Task
 from lwm.errors import EnvironmentClosedError
 from lwm.models.base import FunctionChatModel
 from lwm.sim import CacheMissError, Control, ReplayCache, SimEnv, make_env
 from lwm.sim.reward import build_reward_messages, parse_verdict
-from lwm.suites import keys
 
 PROMPT = "You simulate a terminal."
 
@@ -63,11 +63,11 @@ def test_episode_end_is_judged_and_truncation_counts():
     env.reset(Task("t", instruction="create a.txt"))
     assert env.step(keys("touch a.txt\n")).done is False
     last = env.step(keys("ls\n"))
-    assert last.done and last.info["truncated"] and last.reward == 1.0
+    assert last.done and last.truncated and not last.terminated and last.reward == 1.0
     assert env.trajectory.reward == 1.0 and env.trajectory.metadata["reward_rationale"] == "the file exists"
     env.reset(Task("t2", instruction="x"))
     done = env.step("[]")  # the terminal's own "done" action
-    assert done.done and "truncated" not in done.info
+    assert done.done and done.terminated and not done.truncated
 
 
 def test_controls_reach_the_prompt_and_provenance():
@@ -117,7 +117,7 @@ def test_reward_prompt_cuts_long_observations():
 
 def test_cache_keys_separate_every_input(tmp_path):
     cache = ReplayCache(tmp_path / "c.sqlite")
-    from lwm.sim.cache import cache_key
+    from lwm.envs.cache import cache_key
 
     base = ("terminal", "p", [("", "s")], "a")
     keys_ = {cache_key(*base), cache_key("db", *base[1:]), cache_key(*base[:3], "b"),

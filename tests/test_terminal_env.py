@@ -6,11 +6,11 @@ import time
 import pytest
 from conftest import needs_sandbox
 
-from lwm.domains.terminal import parse_action
+from lwm.domains.terminal import keys
+from lwm.domains.terminal.env import TerminalEnv
+from lwm.domains.terminal.spec import parse_action
 from lwm.envs.base import Task
-from lwm.envs.terminal import TerminalEnv
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
-from lwm.suites import keys
 
 pytestmark = needs_sandbox
 
@@ -177,11 +177,11 @@ def test_verify_runs_the_check_beside_the_shell():
 
 
 def test_random_policy_is_seeded():
-    from lwm.suites.terminal import random_episodes
+    from lwm.domains.terminal.suite import random_scripts
 
-    assert random_episodes(3, 4) == random_episodes(3, 4)
-    assert random_episodes(3, 4) != random_episodes(4, 4)
-    assert all(4 <= len(e.actions) <= 7 for e in random_episodes(0, 20))
+    assert random_scripts(3, 4) == random_scripts(3, 4)
+    assert random_scripts(3, 4) != random_scripts(4, 4)
+    assert all(4 <= len(e.actions) <= 7 for e in random_scripts(0, 20))
 
 
 def test_a_bad_snapshot_changes_nothing(env):

@@ -2,7 +2,10 @@
 
 import pytest
 
-from lwm.domains import fs, mcp, search, swe
+from lwm.domains.fs import spec as fs
+from lwm.domains.mcp import spec as mcp
+from lwm.domains.search import spec as search
+from lwm.domains.swe import spec as swe
 from lwm.domains.tool_call import ToolCall, parse_tool_call
 from lwm.errors import ActionFormatError
 

@@ -24,7 +24,7 @@ screens is not a leak; restating most of a new output is.
 
 **Verification** (optional): the teacher, given the world-model messages plus its own
 trace but not the answer, predicts the observation; the trace is kept only if that
-prediction's edit similarity (:func:`lwm.eval.metrics.fidelity`, volatile spans masked)
+prediction's edit similarity (:func:`lwm.metrics.fidelity`, volatile spans masked)
 reaches ``verify_threshold``.
 
 **Resumable and budgeted.** Every finished example is appended to ``annotations.jsonl``
@@ -55,10 +55,13 @@ from lwm.data.build import (
     write_dataset,
 )
 from lwm.errors import ModelUnavailableError
-from lwm.jsonl import JsonlAppender, check_run_settings, iter_jsonl
+from lwm.jobs import JobReport, arun_jobs, load_journal
+from lwm.jsonl import check_run_settings
+from lwm.metrics import fidelity
+from lwm.models import load_model, served_model
 from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
 from lwm.parse import DEFAULT_STOP, OBS_OPEN, parse_output, split_reasoning
-from lwm.progress import progress_bar
+from lwm.schema import _fence
 
 #: Reasons a trace is rejected, as counted in the manifest.
 REJECT_REASONS = (
@@ -158,8 +161,6 @@ def render_input(prompt: list[Message]) -> str:
 
 def teacher_messages(example: dict, words: int) -> list[Message]:
     """Messages asking the teacher for the reasoning of ``example``."""
-    from lwm.schema import _fence
-
     user = (f"{render_input(example['prompt'])}\n\n## The output the real environment returned\n\n"
             f"{_fence(example['observation'])}\n\nNow write the reasoning.")
     return [{"role": "system", "content": TEACHER_SYSTEM.format(words=words)}, {"role": "user", "content": user}]
@@ -285,8 +286,6 @@ async def annotate_one(model: ChatModel, example: dict, config: AnnotateConfig) 
     elif rec["leak"] > config.leak_threshold:
         rec["reason"] = "leak"
     if rec["reason"] is None and config.verify:
-        from lwm.eval.metrics import fidelity
-
         vmsgs = verify_messages(example, trace)
         vtokens = approx_tokens(example["observation"]) * 2 + 64
         vgen = await model.generate(vmsgs, SamplingParams(temperature=0.0, max_tokens=vtokens, seed=0,
@@ -340,39 +339,44 @@ def annotate(
     out.mkdir(parents=True, exist_ok=True)
     check_run_settings(out / "annotate.settings.json", config.recorded())
     log_path = out / "annotations.jsonl"
-    done: dict[str, dict] = {}
-    if log_path.exists():
-        for _, obj in iter_jsonl(log_path, skip_truncated_tail=True):
-            done[obj["id"]] = obj
-    tokens_used = sum(r.get("tokens", 0) for r in done.values())
+    done = load_journal(log_path)
     todo = [ex for split in config.splits for ex in examples[split]
             if ex["id"] not in done and not ex.get("reasoning")]
     if config.max_examples is not None:
         todo = todo[: max(0, config.max_examples - len(done))]
-    errors: Counter = Counter()
+    failures: dict[str, str] = {}
     if todo:
         own_model = model is None
-        if model is None:
-            from lwm.models import load_model, served_model
-
+        if own_model:
             name = config.model or served_model(config.base_url, config.api_key)
             model = load_model(name, base_url=config.base_url, api_key=config.api_key,
                                concurrency=config.concurrency)
-        async def session() -> int:
+
+        def spent(report: JobReport) -> bool:
+            used = sum(r.get("tokens", 0) for r in report.records.values())
+            return config.max_total_tokens is not None and used >= config.max_total_tokens
+
+        def dead_teacher(report: JobReport) -> BaseException | None:
+            if report.finished == 0 and len(report.failures) >= 3:
+                last = next(reversed(report.failures.values()))
+                return ModelUnavailableError(f"the teacher at {config.base_url} failed its first "
+                                             f"{len(report.failures)} requests ({last})")
+            return None
+
+        async def session() -> JobReport:
             try:
-                return await _run(model, todo, config, log_path, tokens_used, errors, show_progress)
+                return await arun_jobs([(ex["id"], ex) for ex in todo], lambda ex: annotate_one(model, ex, config),
+                                       journal=log_path, concurrency=config.concurrency, description="annotate",
+                                       progress=show_progress, stop=spent, abort=dead_teacher)
             finally:
                 if own_model:
                     await model.aclose()
 
-        tokens_used = asyncio.run(session())
-    # Re-read the log: it is the record of every run, this one included.
-    done = {}
-    if log_path.exists():
-        for _, obj in iter_jsonl(log_path, skip_truncated_tail=True):
-            done[obj["id"]] = obj
+        report = asyncio.run(session())
+        done, failures = report.records, report.failures
+    tokens_used = sum(r.get("tokens", 0) for r in done.values())
     rejected: Counter = Counter(r["reason"] for r in done.values() if r["status"] == "rejected")
-    rejected.update(errors)
+    rejected["error"] += len(failures)
     accepted_ids = {i for i, r in done.items() if r["status"] == "accepted"}
 
     tok = tokenizer
@@ -392,7 +396,7 @@ def annotate(
             if config.drop_rejected and not ex.get("reasoning"):
                 continue
             new[split].append(ex)
-    attempted = len(done) + sum(errors.values())
+    attempted = len(done) + len(failures)
     manifest = dict(build_manifest)
     manifest["command"] = "lwm data annotate"
     manifest["counts"] = dict(build_manifest["counts"])
@@ -428,41 +432,6 @@ def _with_reasoning(ex: dict, reasoning: str, tok: ChatTokenizer, max_tokens: in
     msgs, dropped, n = fitted
     return ex | {"prompt": msgs, "completion": [{"role": "assistant", "content": target}], "reasoning": reasoning,
                  "dropped_turns": ex["dropped_turns"] + dropped, "num_tokens": n}
-
-
-async def _run(model: ChatModel, todo: list[dict], config: AnnotateConfig, log_path: Path, tokens_used: int,
-               errors: Counter, show_progress: bool) -> int:
-    queue = iter(todo)
-    state = {"tokens": tokens_used, "ok": 0, "fails": 0, "last_error": ""}
-
-    def budget_left() -> bool:
-        return config.max_total_tokens is None or state["tokens"] < config.max_total_tokens
-
-    with JsonlAppender(log_path) as sink, progress_bar("annotate", total=len(todo), enabled=show_progress) as advance:
-
-        async def worker() -> None:
-            while budget_left():
-                ex = next(queue, None)
-                if ex is None:
-                    return
-                try:
-                    rec = await annotate_one(model, ex, config)
-                except Exception as e:  # counted; not logged, so a resumed run retries it
-                    errors["error"] += 1
-                    state["fails"] += 1
-                    state["last_error"] = f"{type(e).__name__}: {e}"
-                    if state["ok"] == 0 and state["fails"] >= 3:
-                        raise ModelUnavailableError(
-                            f"the teacher at {config.base_url} failed its first {state['fails']} requests "
-                            f"({state['last_error']})") from None
-                else:
-                    state["ok"] += 1
-                    state["tokens"] += rec["tokens"]
-                    sink.append(rec)
-                advance()
-
-        await asyncio.gather(*(worker() for _ in range(max(1, config.concurrency))))
-    return state["tokens"]
 
 
 __all__ = ["AnnotateConfig", "AnnotateResult", "REJECT_REASONS", "annotate", "annotate_one", "leak_score"]

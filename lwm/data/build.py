@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwm import domains
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import atomic_path, dumps, iter_jsonl, read_json, write_atomic, write_jsonl
 from lwm.models.base import Message
@@ -95,7 +96,7 @@ class ChatTokenizer:
 
 
 def _tokenizer_cache_dir(gguf: Path) -> Path:
-    from lwm.envs.assets import lwm_home
+    from lwm.paths import lwm_home
 
     st = gguf.stat()
     return lwm_home() / "tokenizers" / f"{gguf.stem}-{st.st_size}"
@@ -322,7 +323,9 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
                 episode = _qualify(traj.domain, str(traj.metadata.get("episode") or _episode_of(traj.id)))
                 family = _qualify(traj.domain, str(traj.metadata.get("family") or episode))
                 run = _run_of(traj.id, traj.metadata.get("run"))
-                for row, turn in zip(rows_from_trajectory(traj), traj.turns, strict=True):
+                spec = domains.find(traj.domain)
+                rows = rows_from_trajectory(traj, action_lang=spec.action_lang if spec else "json")
+                for row, turn in zip(rows, traj.turns, strict=True):
                     if turn.provenance.kind == "simulated":
                         counts["simulated_turns"] += 1
                         continue

@@ -1,7 +1,10 @@
 """Collect ground truth: play scripted episodes in real environments, twice.
 
-Every episode is played ``runs`` times, each in a fresh sandbox. Output spans that differ
-between runs are marked volatile on the first run's turns. Output directory::
+Every scripted episode of the domain's suite is played ``runs`` times, each in a fresh
+sandbox: a rollout of the scripted policy on the real backend
+(:func:`lwm.envs.episode.play_episode` on :class:`lwm.envs.recorded.RealBackendEnv`), run
+by the job engine (:mod:`lwm.jobs`). Output spans that differ between runs are marked
+volatile on the first run's turns. Output directory::
 
     trajectories.jsonl     every run of every episode (provenance ``real``)
     {domain}_test.jsonl    AgentWorldBench rows from the first run, with volatile spans
@@ -13,26 +16,17 @@ as they complete and are not played again.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwm import domains
 from lwm.data.volatility import merge_spans, volatile_spans
-from lwm.envs import make_real_env
-from lwm.jsonl import JsonlAppender, dumps, write_atomic
-from lwm.progress import progress_bar
-from lwm.schema import (
-    Provenance,
-    Trajectory,
-    Turn,
-    read_trajectories,
-    rows_from_trajectory,
-    write_rows,
-    write_trajectories,
-)
-from lwm.suites import Episode, load_suite
+from lwm.envs.episode import Script, ScriptedPolicy, play_episode
+from lwm.envs.recorded import RealBackendEnv
+from lwm.jobs import run_jobs
+from lwm.jsonl import dumps, write_atomic
+from lwm.schema import Trajectory, rows_from_trajectory, write_rows, write_trajectories
 
 
 @dataclass
@@ -44,6 +38,7 @@ class CollectConfig:
         domain: which domain's bundled suite to play.
         episodes: play only the first N episodes (default: all).
         extended: also play the episodes beyond the core suite.
+        names: play only the episodes of these names (after ``episodes``).
         runs: real runs per episode (2 or more finds volatile spans).
         workers: episodes played at once (each in its own sandbox; mostly waiting, so
             more than the number of cores is fine).
@@ -53,6 +48,7 @@ class CollectConfig:
     domain: str = "terminal"
     episodes: int | None = None
     extended: bool = False
+    names: tuple[str, ...] | None = None
     runs: int = 2
     workers: int = 8
 
@@ -78,43 +74,19 @@ class CollectResult:
     seconds: float = 0.0
 
 
-def play_episode(episode: Episode, domain: str, run: int = 0) -> Trajectory:
-    """Play one scripted episode in a fresh real environment.
+def play_script(script: Script, domain: str, run: int = 0) -> Trajectory:
+    """Play one scripted episode in a fresh real environment of ``domain``.
 
     Raises:
+        UnknownDomainError, NoRealEnvironmentError: no such domain, or none runnable here.
         SandboxError: the environment failed.
         ActionFormatError: an action of the script is malformed.
     """
-    env = make_real_env(domain)
-    t0 = time.monotonic()
-    try:
-        first = env.reset(episode.task)
-        prov = Provenance(kind="real", source=f"{domain}/{type(env).__name__}", run=run)
-        turns = []
-        for i, action in enumerate(episode.actions, start=1):
-            result = env.step(action)
-            turns.append(Turn(index=i, action=action, observation=result.observation, provenance=prov))
-            if result.done:
-                break
-        reward = env.verify()  # the task's real verdict, on the final state
-        return Trajectory(
-            id=f"{domain}/{episode.task.name}/run{run}",
-            domain=domain,
-            task=episode.task.instruction,
-            system_prompt=env.system_prompt(),
-            initial_observation=first,
-            turns=turns,
-            reward=reward,
-            metadata={
-                "episode": episode.task.name,
-                "family": episode.task.family or episode.task.name,
-                "tags": list(episode.tags),
-                "run": run,
-                "seconds": round(time.monotonic() - t0, 3),
-            },
-        )
-    finally:
-        env.close()
+    env = RealBackendEnv(domain, domains.get(domain).make_env(), run=run)
+    traj = play_episode(env, ScriptedPolicy([script]), script.task, max_turns=len(script.actions),
+                        episode_id=f"{domain}/{script.task.name}/run{run}")
+    traj.metadata.update({"tags": list(script.tags), "run": run})
+    return traj
 
 
 def mark_volatile(runs: list[Trajectory]) -> Trajectory:
@@ -131,60 +103,38 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     """Play the domain's suite and write trajectories, rows and a manifest.
 
     Raises:
-        KeyError: the domain has no bundled suite or real environment.
+        UnknownDomainError, NoRealEnvironmentError: no such domain, or no real environment
+            (or suite) for it here.
+        RowFormatError: the journal of an earlier run is corrupt.
     """
-    t0 = time.monotonic()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    episodes = load_suite(config.domain, config.extended)[: config.episodes]
-    partial = out / "trajectories.partial.jsonl"
-    done: dict[str, Trajectory] = {}
-    if partial.exists():
-        done = {t.id: t for t in read_trajectories(partial, skip_truncated_tail=True)}
-    jobs = [
-        (ep, run)
-        for ep in episodes
-        for run in range(config.runs)
-        if f"{config.domain}/{ep.task.name}/run{run}" not in done
-    ]
-    failed: dict[str, str] = {}
-    pool = ThreadPoolExecutor(max_workers=max(1, config.workers))
-    try:
-        with JsonlAppender(partial) as sink, progress_bar(
-            f"collect {config.domain}", total=len(jobs), enabled=show_progress
-        ) as advance:
-            futures = {pool.submit(play_episode, ep, config.domain, run): (ep, run) for ep, run in jobs}
-            for fut in as_completed(futures):
-                ep, run = futures[fut]
-                try:
-                    traj = fut.result()
-                except Exception as e:  # a failed run is counted and reported, never fatal
-                    failed[f"{config.domain}/{ep.task.name}/run{run}"] = f"{type(e).__name__}: {e}"
-                else:
-                    sink.append(traj.model_dump(mode="json"))
-                    done[traj.id] = traj
-                advance()
-    finally:
-        # On Ctrl-C, queued episodes are dropped; the few running ones finish their sandbox.
-        pool.shutdown(wait=True, cancel_futures=True)
+    spec = domains.get(config.domain)
+    scripts = spec.scripts(config.extended)[: config.episodes]
+    if config.names is not None:
+        scripts = [s for s in scripts if s.task.name in config.names]
+    items = [(f"{config.domain}/{s.task.name}/run{run}", (s, run)) for s in scripts for run in range(config.runs)]
+    report = run_jobs(items, lambda job: play_script(job[0], config.domain, job[1]).model_dump(mode="json"),
+                      journal=out / "trajectories.partial.jsonl", concurrency=config.workers,
+                      description=f"collect {config.domain}", progress=show_progress)
 
     by_episode: dict[str, list[Trajectory]] = defaultdict(list)
-    for traj in done.values():
+    for record in report.ordered([i for i, _ in items]):
+        traj = Trajectory.model_validate(record)
         by_episode[traj.metadata["episode"]].append(traj)
-    ordered = [ep.task.name for ep in episodes if ep.task.name in by_episode]
+    ordered = [s.task.name for s in scripts if s.task.name in by_episode]
     firsts, all_runs = [], []
     for name in ordered:
         runs = sorted(by_episode[name], key=lambda t: t.metadata["run"])
         all_runs += runs
         firsts.append(mark_volatile(runs) if len(runs) > 1 else runs[0])
-    rows = [row for traj in firsts for row in rows_from_trajectory(traj)]
+    rows = [row for traj in firsts for row in rows_from_trajectory(traj, action_lang=spec.action_lang)]
     rows_path = out / f"{config.domain}_test.jsonl"
     write_rows(rows_path, rows)
     marked = {t.id: t for t in firsts}  # first runs are written with their volatile spans
     write_trajectories(out / "trajectories.jsonl", [marked.get(t.id, t) for t in all_runs])
     turns = sum(len(t.turns) for t in all_runs)
     play_seconds = sum(t.metadata["seconds"] for t in all_runs)  # summed: sandboxes play concurrently
-    wall_seconds = time.monotonic() - t0
     manifest = {
         "domain": config.domain,
         "episodes": len(ordered),
@@ -195,11 +145,12 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         "turns_with_volatile_spans": sum(1 for t in firsts for turn in t.turns if turn.volatile),
         "verified_episodes": sum(1 for t in firsts if t.reward is not None),
         "achieved_episodes": sum(1 for t in firsts if t.reward == 1.0),
-        "failed": failed,
-        "wall_seconds": round(wall_seconds, 2),
+        "failed": report.failures,
+        "failures_by_reason": report.failures_by_reason(),
+        "wall_seconds": round(report.seconds, 2),
         "play_seconds": round(play_seconds, 2),
         "real_steps_per_second_per_env": round(turns / play_seconds, 3) if play_seconds else None,
     }
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
-    return CollectResult(rows_path, len(all_runs), len(jobs) - len(failed), turns, failed, wall_seconds)
-
+    return CollectResult(rows_path, len(all_runs), report.ran - len(report.failures), turns, report.failures,
+                         report.seconds)

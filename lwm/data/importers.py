@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwm.domains import android as android_domain
-from lwm.domains import os as os_domain
+from lwm.domains.android import spec as android_domain
+from lwm.domains.os import spec as os_domain
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jsonl import dumps, write_atomic
 from lwm.schema import (

@@ -1,44 +1,102 @@
-"""Per-domain knowledge: system prompts, action formats, comparators, judge rubrics.
+"""The domain registry: every domain ``lwm`` knows, one typed spec each (:class:`Domain`).
 
-One module per domain (``lwm.domains.<name>``) with ``NAME``, ``system_prompt(…)``,
-``parse_action(text)``, where observations have an equivalent normal form (JSON key
-order, table row order …), ``canonical(observation) -> str``, and where a cheap guess
-exists, ``trivial_observation(action, previous, system) -> str`` (a reference predictor).
+>>> from lwm import domains
+>>> domains.get("db").action_lang
+'sql'
+>>> domains.get("terminal").tool.name
+'run_keystrokes'
+>>> domains.get("nope")
+Traceback (most recent call last):
+...
+lwm.errors.UnknownDomainError: unknown domain 'nope' (known: terminal, fs, mcp, db, code, search, web, swe, os, android)
+
+Built-in domains live in ``lwm/domains/<name>/`` and are imported on first use (their
+``__init__`` defines ``DOMAIN``); others are added with :func:`register`
+(docs/adding-a-domain.md).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any
+import subprocess
+import threading
 
-#: Every domain ``lwm`` knows: real environments here, then import-only ones.
-DOMAINS = ("terminal", "fs", "mcp", "db", "code", "search", "web", "swe", "os", "android")
+from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.errors import AssetMissingError, UnknownDomainError
+
+__all__ = ["AgentTool", "Asset", "Domain", "BUILTIN", "find", "get", "names", "register", "setup"]
+
+#: The built-in domains: real environments here, then import-only ones.
+BUILTIN = ("terminal", "fs", "mcp", "db", "code", "search", "web", "swe", "os", "android")
+
+_registry: dict[str, Domain] = {}
+_lock = threading.Lock()
 
 
-def _attribute(domain: str, name: str, default: Any) -> Any:
-    # A domain module's attribute; the default for an unknown domain or a missing attribute.
-    if domain not in DOMAINS:
-        return default
+def get(name: str) -> Domain:
+    """The domain called ``name``.
+
+    Raises:
+        UnknownDomainError: no such domain (the message lists the known ones).
+    """
+    with _lock:
+        if name in _registry:
+            return _registry[name]
+    if name not in BUILTIN:
+        raise UnknownDomainError(str(name), names())
+    domain = importlib.import_module(f"lwm.domains.{name}").DOMAIN
+    with _lock:
+        return _registry.setdefault(name, domain)
+
+
+def find(name: str) -> Domain | None:
+    """The domain called ``name``, or ``None`` when there is none (rows of other benchmarks
+    can name domains ``lwm`` does not know)."""
     try:
-        module = importlib.import_module(f"lwm.domains.{domain}")
-    except ImportError:
-        return default
-    return getattr(module, name, default)
+        return get(name)
+    except UnknownDomainError:
+        return None
 
 
-def comparator(domain: str) -> Callable[[str], str] | None:
-    """The domain's ``canonical`` normal form, or ``None`` (unknown domain, or none defined)."""
-    return _attribute(domain, "canonical", None)
+def register(domain: Domain, *, replace: bool = False) -> Domain:
+    """Add a domain to the registry (``replace``: over one of the same name).
+
+    Raises:
+        ValueError: the name is taken (a built-in one included) and ``replace`` is false.
+    """
+    with _lock:
+        if not replace and (domain.name in _registry or domain.name in BUILTIN):
+            raise ValueError(f"a domain named {domain.name!r} exists; register(..., replace=True) to replace it")
+        _registry[domain.name] = domain
+    return domain
 
 
-def action_lang(domain: str) -> str:
-    """The info string of the fence around the domain's actions in AgentWorldBench rows
-    (the module's ``ACTION_LANG``: ``sql``, ``python`` …; ``json`` by default)."""
-    return _attribute(domain, "ACTION_LANG", "json")
+def names(*, runnable: bool | None = None) -> tuple[str, ...]:
+    """The known domain names, built-in first; ``runnable=True`` keeps those with a real
+    environment here, ``False`` the import-only ones (both load every spec)."""
+    with _lock:
+        extra = tuple(n for n in _registry if n not in BUILTIN)
+    every = BUILTIN + extra
+    return every if runnable is None else tuple(n for n in every if get(n).runnable == runnable)
 
 
-def trivial_guess(domain: str) -> Callable[[str, str, str], str] | None:
-    """The domain's ``trivial_observation(action, previous, system)`` (the reference guess
-    of ``lwm eval --model baseline:trivial``), or ``None``."""
-    return _attribute(domain, "trivial_observation", None)
+def setup(force: bool = False, report=print, domains: tuple[str, ...] | None = None) -> list[str]:
+    """Install what the real environments need (every domain's :attr:`Domain.assets`, each
+    installer once): what is missing, or everything with ``force``. ``report`` receives
+    one line per asset. Returns the failures' messages: a failed asset does not stop the
+    others, since each domain needs only its own."""
+    steps: dict = {}
+    for name in domains or names(runnable=True):
+        for asset in get(name).assets:
+            steps.setdefault(asset.install, (asset.what, []))[1].append(name)
+    failures = []
+    for install, (what, users) in steps.items():
+        label = f"{what} ({', '.join(users)})"
+        try:
+            path = install(force)
+        except (AssetMissingError, OSError, subprocess.CalledProcessError) as e:
+            failures.append(f"{label}: {e}")
+            report(f"FAILED {label}: {e}")
+        else:
+            report(f"ok     {label}: {path}")
+    return failures

@@ -7,10 +7,12 @@ our own: every rubric is built from a domain-specific part (what an observation 
 domain is and what each dimension means for it) and two shared parts (the scale anchors
 and the exact output format that :func:`lwm.eval.judge.parse_score` reads).
 
-Domains without a rubric of their own (``fs``, ``db``, ``code`` …) use :data:`GENERIC`.
+Each domain spec names its rubric; ``fs``, ``db``, ``code`` use :data:`GENERIC`.
 """
 
 from __future__ import annotations
+
+from lwm.errors import UnknownDomainError
 
 _SCALE = """\
 How to score (the same scale for every dimension):
@@ -197,29 +199,24 @@ commentary from the simulator.
 take the same next action?""",
 )
 
-#: Judge system prompts by domain name.
-RUBRICS: dict[str, str] = {
-    "mcp": MCP,
-    "search": SEARCH,
-    "terminal": TERMINAL,
-    "swe": SWE,
-    "android": ANDROID,
-    "web": WEB,
-    "os": OS,
-}
-
 _ALIASES = {"bash": "terminal", "shell": "terminal", "browser": "web", "webarena": "web"}
 
 
 def rubric_for(domain: str) -> str:
-    """The judge system prompt for ``domain``.
+    """The judge system prompt for ``domain`` (its spec's ``rubric``).
 
     Args:
         domain: a domain name such as ``terminal`` (case and surrounding spaces ignored;
-            a ``suite/domain`` task name is reduced to its last part).
+            a ``suite/domain`` task name is reduced to its last part; ``bash``, ``shell``,
+            ``browser`` and ``webarena`` are read as ``terminal`` and ``web``).
 
     Returns:
-        the domain's rubric, or :data:`GENERIC` for domains without one.
+        the domain's rubric, or :data:`GENERIC` for an unknown domain or one without its own.
     """
+    from lwm.domains import get
+
     key = domain.strip().lower().rsplit("/", 1)[-1]
-    return RUBRICS.get(_ALIASES.get(key, key), GENERIC)
+    try:
+        return get(_ALIASES.get(key, key)).rubric or GENERIC
+    except UnknownDomainError:
+        return GENERIC

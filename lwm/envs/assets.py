@@ -1,5 +1,5 @@
-"""Tools the real environments need beyond the Python environment, installed once by
-``lwm setup`` into ``$LWM_HOME`` (see :func:`lwm_home`):
+"""Installers of the tools the real environments need beyond the Python environment, run
+once by ``lwm setup`` (each domain lists its own in its spec's ``assets``) into ``$LWM_HOME`` (see :func:`lwm.paths.lwm_home`):
 
 - ``node/``: Node.js MCP servers from npm (the reference filesystem and memory servers),
   run inside the sandbox with the machine's ``node``;
@@ -14,13 +14,13 @@ python3-doc) come from Debian; ``make system-deps`` installs them.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from lwm.errors import LwmError
+from lwm.errors import AssetMissingError
+from lwm.paths import lwm_home
 
 #: npm packages pinned to the versions the bundled suites were recorded with.
 NPM_PACKAGES = {
@@ -33,25 +33,6 @@ SANDBOX_PYTHON = "/usr/bin/python3"
 #: mcp-server-sqlite 2025.4.25 uses the mcp 1.x low-level server API (mcp 2 removed it): it
 #: gets a separate directory with the last mcp 1.x.
 SANDBOX_PY_SQLITE_PACKAGES = ("mcp==1.30.0", "mcp-server-sqlite==2025.4.25")
-
-
-class AssetMissingError(LwmError):
-    """A tool an environment needs is not installed; the message says how to install it."""
-
-
-def lwm_home() -> Path:
-    """Where ``lwm setup`` installs tools: ``$LWM_HOME``; else ``~/.cache/lwm`` when every
-    directory above it lets others in, else ``/var/tmp/lwm-<uid>``.
-
-    The sandboxes run as other, unprivileged users: they must be able to reach the
-    tools, and a home directory of mode 0700 (root's, Debian 12's default) keeps them out.
-    """
-    if os.environ.get("LWM_HOME"):
-        return Path(os.environ["LWM_HOME"])
-    cache = Path.home() / ".cache" / "lwm"
-    if all(os.stat(p).st_mode & 0o001 for p in cache.parents if p.exists()):
-        return cache
-    return Path(f"/var/tmp/lwm-{os.getuid()}")
 
 
 def node_modules() -> Path:
@@ -147,43 +128,6 @@ def install_sandbox_python(force: bool = False) -> Path:
              "pip install (sandbox Python, SQLite MCP server)")
         (legacy / ".complete").write_text(" ".join(SANDBOX_PY_SQLITE_PACKAGES) + "\n")
     return target
-
-
-def _search_index(force: bool) -> Path:
-    from lwm.envs.search_index import build_index
-
-    return build_index(force=force)
-
-
-def _postgres_template(force: bool) -> Path:
-    from lwm.envs.db import postgres_template
-
-    return postgres_template()
-
-
-#: What ``lwm setup`` installs, in order: (what, for which domains, installer(force) -> path).
-SETUP_STEPS = (
-    ("npm MCP servers", "fs, mcp", install_node_packages),
-    ("Python packages for the sandbox", "mcp", install_sandbox_python),
-    ("search index of the Python documentation", "search", _search_index),
-    ("PostgreSQL template cluster", "db", _postgres_template),
-)
-
-
-def setup(force: bool = False, report=print) -> list[str]:
-    """Install every tool of :data:`SETUP_STEPS` that is missing (all of them with
-    ``force``); ``report`` receives one line per step. Returns the failures' messages
-    (a failed step does not stop the others: each domain needs only its own tools)."""
-    failures = []
-    for what, domains, install in SETUP_STEPS:
-        try:
-            path = install(force)
-        except (AssetMissingError, OSError, subprocess.CalledProcessError) as e:
-            failures.append(f"{what} ({domains}): {e}")
-            report(f"FAILED {what} ({domains}): {e}")
-        else:
-            report(f"ok     {what} ({domains}): {path}")
-    return failures
 
 
 def _make_home() -> None:

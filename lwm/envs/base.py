@@ -8,7 +8,8 @@ observations are text in the domain's format (see ``lwm.domains``).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
 
@@ -70,29 +71,54 @@ class Task:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Task:
-        """The inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        """The inverse of :meth:`to_dict` (``check`` may be a :class:`Check` or a dict).
+
+        Raises:
+            ValueError: unknown fields, no ``name``, or a malformed ``check``.
+        """
+        unknown = set(data) - _TASK_FIELDS
+        if unknown:
+            raise ValueError(f"unknown task fields {sorted(unknown)} (known: {sorted(_TASK_FIELDS)})")
+        if not data.get("name"):
+            raise ValueError("a task needs a name")
         data = dict(data)
         check = data.pop("check", None)
-        return cls(**{**data, "setup": tuple(data.get("setup", ())),
-                      "check": Check(**check) if check else None})
+        if isinstance(check, Mapping):
+            try:
+                check = Check(**check)
+            except TypeError as e:
+                raise ValueError(f"malformed check {dict(check)!r}: {e}") from None
+        return cls(**{**data, "setup": tuple(data.get("setup", ())), "files": dict(data.get("files", {})),
+                      "options": dict(data.get("options", {})), "check": check or None})
+
+
+_TASK_FIELDS = frozenset(f.name for f in fields(Task))
 
 
 @dataclass
 class StepResult:
-    """What ``step`` returns.
+    """What ``step`` returns (the fields of Gymnasium's ``step``, with text observations).
 
     Attributes:
         observation: the next observation, in the domain's format.
-        reward: the task reward where the environment can verify the task, else ``None``.
-        done: the episode has ended (the agent said it is done, or the environment ended).
-        info: diagnostics (e.g. ``duration_capped``, timings in seconds).
+        reward: the task reward where the environment gives one at this step, else ``None``.
+        terminated: the episode ended by itself (the agent's "done" action, the shell or
+            client exited, the browser's answer to the user).
+        truncated: the episode was cut from outside (a turn limit).
+        info: diagnostics (e.g. ``duration_capped``, ``provenance``, timings in seconds).
     """
 
     observation: str
     reward: float | None = None
-    done: bool = False
+    terminated: bool = False
+    truncated: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        """The episode is over (terminated or truncated)."""
+        return self.terminated or self.truncated
 
 
 @runtime_checkable

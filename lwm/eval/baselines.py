@@ -17,8 +17,9 @@ simulation or judge (:meth:`RowBaseline.generate` raises).
 
 from __future__ import annotations
 
-from lwm.domains import trivial_guess
-from lwm.models.base import Generation, Message, SamplingParams, approx_tokens
+from lwm import domains
+from lwm.models import load_model
+from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
 from lwm.parse import observation_text
 from lwm.schema import BenchRow, parse_prompt_item
 
@@ -29,6 +30,23 @@ PREFIX = "baseline:"
 def is_baseline(spec: str | None) -> bool:
     """Whether a model spec names a reference predictor (``baseline:…``)."""
     return bool(spec and spec.startswith(PREFIX))
+
+
+def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
+    """What ``lwm eval --model NAME`` predicts with: a reference predictor for ``baseline:…``
+    names, else the chat model :func:`lwm.models.load_model` builds from ``name`` and
+    ``kwargs``.
+
+    Raises:
+        ValueError: an unknown baseline, or model settings (an adapter, an endpoint) given
+            with a reference predictor.
+        as :func:`lwm.models.load_model`.
+    """
+    if not is_baseline(name):
+        return load_model(name, **kwargs)
+    if kwargs.get("adapter") or kwargs.get("base_url"):
+        raise ValueError(f"{name} is a reference predictor: it takes no adapter and no endpoint")
+    return RowBaseline(name.removeprefix(PREFIX))
 
 
 def previous_observation(row: BenchRow) -> str:
@@ -67,7 +85,8 @@ class RowBaseline:
         previous = previous_observation(row)
         if self.kind == "repeat-last":
             return previous
-        guess = trivial_guess(row.domain)
+        spec = domains.find(row.domain)  # None: a domain lwm does not know (other benchmarks' rows)
+        guess = spec.trivial_observation if spec else None
         if guess is None:
             return ""
         action, _ = parse_prompt_item(row.current_prompt or row.prompt[row.turn_idx - 1])

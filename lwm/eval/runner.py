@@ -19,17 +19,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
-from lwm import __version__
-from lwm.domains import comparator
-from lwm.errors import DataNotFoundError, RowFormatError
-from lwm.eval.metrics import fidelity
-from lwm.jsonl import JsonlAppender, check_run_settings, iter_jsonl, write_jsonl
+from lwm import __version__, domains
+from lwm.errors import DataNotFoundError, LwmError, RowFormatError
+from lwm.jobs import arun_jobs
+from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
+from lwm.metrics import fidelity
+from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
-from lwm.progress import progress_bar
 from lwm.prompts import build_messages
 from lwm.schema import BenchRow, read_rows
 
@@ -41,16 +42,20 @@ class EvalConfig:
     """Settings of ``lwm eval`` (the CLI's flags mirror these fields).
 
     Attributes:
-        out: run directory (resumed if it holds a partial run).
-        data: AgentWorldBench directory (``{domain}_test.jsonl`` files) or one file.
+        out: run directory (re-run with the same one to resume).
+        data: AgentWorldBench data: a directory of ``{domain}_test.jsonl`` files (or of
+            such directories) or one file. Not given: the built-in real suite of each domain
+            asked for (terminal when none is) is collected into ``out/data`` first.
         domains: only these domains.
-        limit: only the first N rows (after the domain filter).
+        limit: only the first N rows (over all domains, in file order).
+        episodes: with no ``data``, collect only the first N episodes of each suite.
         sampling: decoding settings of the world model.
-        max_prompt_tokens: history window budget in tokens (oldest turns dropped first).
-        judge_mode: ``score`` (five-dimension rubric), ``real`` (which response is real,
-            both orders) or ``closer`` (which of this run and ``baseline`` is closer to the
-            ground truth, both orders).
-        baseline: ``predictions.jsonl`` of another run, for ``judge_mode="closer"``.
+        max_prompt_tokens: tokens for the history window and the current turn (the system
+            prompt is extra); the oldest turns are dropped first.
+        judge_mode: ``score`` (five dimensions, each 1-5), ``real`` (which response is real,
+            asked in both orders) or ``closer`` (which of this run and ``baseline`` is closer
+            to the ground truth, both orders).
+        baseline: ``predictions.jsonl`` of another run, for judge mode ``closer``.
         judge_sampling: decoding settings of the judge.
     """
 
@@ -58,6 +63,7 @@ class EvalConfig:
     data: Path | None = None
     domains: tuple[str, ...] | None = None
     limit: int | None = None
+    episodes: int | None = None
     sampling: SamplingParams = field(
         default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=320, stop=DEFAULT_STOP))
     max_prompt_tokens: int = 2048
@@ -96,16 +102,6 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     return rows[:limit] if limit else rows
 
 
-def _load_partial(path: Path) -> dict[str, dict]:
-    records: dict[str, dict] = {}
-    if path.exists():
-        for line, obj in iter_jsonl(path, skip_truncated_tail=True):
-            if not isinstance(obj.get("key"), str):
-                raise RowFormatError(path, line, "a record without its 'key' (delete the line to redo the row)")
-            records[obj["key"]] = obj
-    return records
-
-
 def load_baseline(config: EvalConfig) -> dict[str, dict]:
     """Predictions of another run, by row key, for ``judge_mode="closer"``.
 
@@ -125,19 +121,6 @@ def load_baseline(config: EvalConfig) -> dict[str, dict]:
     return out
 
 
-async def _in_order_tasks(coros):
-    """Yield results as they finish. Tasks are created in list order (``as_completed``
-    alone would shuffle them), so a local model sees an episode's turns one after another;
-    on an exception or interruption the unfinished tasks are cancelled."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        for fut in asyncio.as_completed(tasks):
-            yield await fut
-    finally:
-        for t in tasks:
-            t.cancel()
-
-
 async def predict_rows(
     rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, show_progress: bool = True
 ) -> tuple[dict[str, dict], int]:
@@ -146,15 +129,10 @@ async def predict_rows(
     Returns:
         ``(records by row key, rows predicted by this call)``.
     """
-    path = Path(config.out) / "predictions.partial.jsonl"
-    records = _load_partial(path)
-    # Rows that failed before are tried again: the last record of a key wins.
-    todo = [(k, r) for i, r in enumerate(rows) if (rec := records.get(k := row_key(i, r))) is None or rec.get("error")]
-    if len(todo) < len(rows):
-        print(f"resuming {config.out}: {len(rows) - len(todo)} of {len(rows)} rows already done", file=sys.stderr)
     sampling = config.sampling.to_dict()
 
-    async def one(key: str, row: BenchRow) -> dict:
+    async def one(item: tuple[str, BenchRow]) -> dict:
+        key, row = item
         rec: dict[str, Any] = {"key": key, "domain": row.domain, "id": row.id, "turn_idx": row.turn_idx,
                                "model": model.name, "sampling": sampling, "dropped_turns": []}
         predict_row = getattr(model, "predict_row", None)
@@ -176,12 +154,11 @@ async def predict_rows(
                       "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
                       "error": None}
 
-    with JsonlAppender(path) as sink, progress_bar("predict", len(todo), show_progress) as advance:
-        async for rec in _in_order_tasks([one(k, r) for k, r in todo]):
-            sink.append(rec)
-            records[rec["key"]] = rec
-            advance()
-    return records, len(todo)
+    keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
+    report = await arun_jobs([(k, (k, r)) for k, r in keyed], one, journal=Path(config.out) / "predictions.partial.jsonl",
+                             key="key", concurrency=max(len(keyed), 1), description="predict", progress=show_progress)
+    failed = {k: {"key": k, "error": reason} for k, reason in report.failures.items()}
+    return {**failed, **report.failed_records, **report.records}, report.ran
 
 
 async def judge_rows(
@@ -191,14 +168,12 @@ async def judge_rows(
     """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts."""
     from lwm.eval import judge as J
 
-    path = Path(config.out) / "judgments.partial.jsonl"
-    verdicts = _load_partial(path)
     baseline = load_baseline(config) if config.judge_mode == "closer" else {}
     keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
-    todo = [(k, r) for k, r in keyed
-            if (k not in verdicts or verdicts[k].get("error")) and records.get(k, {}).get("error") is None]
+    predicted = [(k, r) for k, r in keyed if k in records and records[k].get("error") is None]
 
-    async def one(key: str, row: BenchRow) -> dict:
+    async def one(item: tuple[str, BenchRow]) -> dict:
+        key, row = item
         pred = records[key]["observation"]
         if config.judge_mode == "score":
             s = await J.judge_score(judge, row, pred, config.judge_sampling)
@@ -214,12 +189,12 @@ async def judge_rows(
         return {"key": key, "mode": config.judge_mode, "wins": v.wins, "verdicts": v.verdicts,
                 "valid": v.valid, "error": v.error}
 
-    with JsonlAppender(path) as sink, progress_bar(f"judge ({config.judge_mode})", len(todo), show_progress) as advance:
-        async for v in _in_order_tasks([one(k, r) for k, r in todo]):
-            sink.append(v)
-            verdicts[v["key"]] = v
-            advance()
-    return verdicts
+    report = await arun_jobs([(k, (k, r)) for k, r in predicted], one,
+                             journal=Path(config.out) / "judgments.partial.jsonl", key="key",
+                             concurrency=max(len(predicted), 1), description=f"judge ({config.judge_mode})",
+                             progress=show_progress)
+    failed = {k: {"key": k, "mode": config.judge_mode, "error": reason} for k, reason in report.failures.items()}
+    return {**failed, **report.failed_records, **report.records}
 
 
 def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[str, dict]) -> list[dict]:
@@ -230,8 +205,9 @@ def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[st
         rec = dict(records.get(key) or {"key": key, "domain": row.domain, "id": row.id,
                                          "turn_idx": row.turn_idx, "error": "not predicted"})
         if rec.get("error") is None:
+            spec = domains.find(row.domain)  # rows of domains lwm does not know are compared as text
             real = observation_text(row.ground_truth)
-            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, comparator(row.domain)).to_dict()
+            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, spec and spec.canonical).to_dict()
         if key in verdicts:
             rec["judge"] = {k: v for k, v in verdicts[key].items() if k != "key"}
         out.append(rec)
@@ -294,10 +270,44 @@ async def evaluate(
         "data": str(config.data) if config.data else None,
         "predict_seconds_this_invocation": round(t_pred, 2),
         "rows_predicted_this_invocation": n_predicted,
-        "lwm_version": __version__,
+        "lwm_version": version("lwm"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     summary = summarize(final, run_info)
     write_reports(out, summary)
     return summary
 
+
+def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = None, *,
+             show_progress: bool = True) -> dict:
+    """What ``lwm eval`` does: load the world model (or reference predictor) and the
+    judge first (a typo fails before minutes of collection), collect the built-in suites
+    when ``config.data`` is not given, then :func:`evaluate`.
+
+    Returns:
+        the summary (also in ``config.out/summary.json``).
+
+    Raises:
+        ValueError: ``episodes`` with ``data``; a reference predictor as the judge.
+        LwmError: as :func:`evaluate`; no episode of a suite could be played.
+        ModelUnavailableError: a model cannot be loaded or reached.
+    """
+    from lwm.data.collect import CollectConfig, collect
+    from lwm.eval.baselines import load_predictor
+
+    if config.episodes is not None and config.data is not None:
+        raise ValueError("--episodes applies to the built-in suite; with --data use --limit")
+    settings = model.settings() | {"api_key": model.api_key}
+    predictor = load_predictor(settings.pop("name"), **settings)
+    judge_model = judge.load() if judge is not None else None
+    if config.data is None:
+        for domain in config.domains or ("terminal",):
+            where = Path(config.out) / "data" / domain
+            print(f"Collecting ground truth from the real {domain} suite into {where} …", file=sys.stderr)
+            got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes),
+                          show_progress=show_progress)
+            if got.trajectories == 0 and got.failed:
+                raise LwmError(f"no {domain} episode could be played: {next(iter(got.failed.values()))}")
+        config.data = Path(config.out) / "data"
+    rows = load_rows(config.data, config.domains, config.limit)
+    return asyncio.run(evaluate(config, predictor, judge_model, rows=rows, show_progress=show_progress))

@@ -4,7 +4,7 @@ For each simulated trajectory (e.g. from ``lwm rollout --backend sim``) the same
 started in the real environment and the same actions are played. Reported:
 
 * per-step divergence: fidelity of each simulated observation against the real one
-  (exact, edit similarity, line F1; :func:`lwm.eval.metrics.fidelity`), overall and as a
+  (exact, edit similarity, line F1; :func:`lwm.metrics.fidelity`), overall and as a
   function of depth (turn number);
 * reward agreement: the simulated reward (the reward model's) against the real verifier's
   verdict, on tasks that have one (both read as achieved when ≥ 0.5);
@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lwm.envs import make_real_env
+from lwm import domains
 from lwm.envs.base import Task
-from lwm.eval.metrics import fidelity
-from lwm.jsonl import JsonlAppender, dumps, iter_jsonl, write_atomic
-from lwm.progress import progress_bar
+from lwm.jobs import run_jobs
+from lwm.jsonl import dumps, write_atomic
+from lwm.metrics import fidelity
 from lwm.schema import Trajectory, read_trajectories
-from lwm.suites import load_suite
 
 
 @dataclass
@@ -44,9 +43,9 @@ def _task(traj: Trajectory) -> Task:
     if spec:
         return Task.from_dict(spec)
     name = traj.metadata.get("episode")
-    for episode in load_suite(traj.domain, extended=True):
-        if episode.task.name == name:
-            return episode.task
+    for script in domains.get(traj.domain).scripts(extended=True):
+        if script.task.name == name:
+            return script.task
     raise KeyError(f"{traj.id}: no task_spec in its metadata and no suite episode named {name!r}")
 
 
@@ -54,11 +53,12 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
     """Play ``traj``'s actions in a fresh real environment; the per-step comparison.
 
     Raises:
-        KeyError: the trajectory's task cannot be found.
+        KeyError: the trajectory's task cannot be found (``UnknownDomainError``: its domain).
+        NoRealEnvironmentError: the domain has no real environment here.
         SandboxError: the real environment failed.
     """
     task = _task(traj)
-    env = make_real_env(traj.domain)
+    env = domains.get(traj.domain).make_env()
     steps = []
     try:
         env.reset(task)
@@ -122,9 +122,13 @@ def to_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wm2real(trajectories: Path, out: Path, *, show_progress: bool = True) -> Wm2RealResult:
+def wm2real(trajectories: Path, out: Path, *, concurrency: int = 1, show_progress: bool = True) -> Wm2RealResult:
     """Replay every trajectory of ``trajectories`` (a ``trajectories.jsonl``) in the real
-    environment and write the report to ``out`` (resumable).
+    environment and write the report to ``out`` (resumable: ``wm2real.jsonl`` is the
+    journal of :func:`lwm.jobs.run_jobs`).
+
+    Args:
+        concurrency: trajectories replayed at once (each in its own sandbox).
 
     Raises:
         RowFormatError: a malformed trajectory line (names file and line).
@@ -133,22 +137,10 @@ def wm2real(trajectories: Path, out: Path, *, show_progress: bool = True) -> Wm2
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     trajs = list(read_trajectories(trajectories))
-    partial = out / "wm2real.jsonl"
-    done = {obj["id"]: obj for _, obj in iter_jsonl(partial, skip_truncated_tail=True)} if partial.exists() else {}
-    todo = [t for t in trajs if t.id not in done]
-    failed: dict[str, str] = {}
-    with JsonlAppender(partial) as sink, progress_bar("wm2real", len(todo), show_progress) as advance:
-        for traj in todo:
-            try:
-                record = replay_in_real(traj)
-            except Exception as e:  # one broken episode is reported, never fatal
-                failed[traj.id] = f"{type(e).__name__}: {e}"
-            else:
-                sink.append(record)
-                done[traj.id] = record
-            advance()
-    summary = summarize([done[t.id] for t in trajs if t.id in done])
-    summary["failed"] = failed
+    report = run_jobs([(t.id, t) for t in trajs], replay_in_real, journal=out / "wm2real.jsonl",
+                      concurrency=concurrency, description="wm2real", progress=show_progress)
+    summary = summarize(report.ordered([t.id for t in trajs]))
+    summary["failed"] = report.failures
     write_atomic(out / "summary.json", dumps(summary) + "\n")
     write_atomic(out / "report.md", to_markdown(summary))
     return Wm2RealResult(out, summary)

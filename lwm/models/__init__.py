@@ -1,6 +1,14 @@
-"""World-model backends behind one interface (:class:`ChatModel`)."""
+"""Chat-model backends behind one interface (:class:`ChatModel`): any OpenAI-compatible
+server, the embedded SmolLM2 on llama.cpp (with or without a LoRA adapter), or a
+transformers model. This package knows nothing of domains or data: every part of ``lwm``
+that talks to an LLM (the world model, the reward model, the judge, a policy, a teacher)
+builds one here, from a name or a :class:`ModelSpec`.
+"""
 
 from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
 
 from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, SamplingParams
 
@@ -8,16 +16,91 @@ from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, S
 #: (``"embedded"`` alone is the base model, for comparison and for non-world-model roles).
 WORLD_MODEL = "embedded-warmup"
 
+__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "ModelSpec", "SamplingParams",
+           "default_model", "judge_for", "load_model", "served_model"]
+
 
 def judge_for(world_model: str) -> str | None:
-    """The model spec that should judge rewards when ``world_model`` simulates, if not the
-    world model itself: the base model for the warm-up one (its adapter learned to predict
+    """The model that should judge rewards when ``world_model`` simulates, if not the world
+    model itself: the base model for the warm-up one (its adapter learned to predict
     observations, not to judge; its verdicts were unreadable in a test rollout)."""
     return "embedded" if world_model == WORLD_MODEL else None
 
 
-__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "SamplingParams", "judge_for",
-           "load_model", "served_model"]
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load a chat model: picklable, so that it can travel to worker processes
+    (Ray) and be recorded with a run (:func:`load_model` takes the same settings).
+
+    Attributes:
+        name: ``embedded-warmup`` (the bundled SmolLM2 on llama.cpp with the shipped
+            warm-up adapter), ``embedded`` (the base model), a ``.gguf`` file, ``hf:<model
+            dir>`` (transformers), or the model name served at ``base_url``.
+        base_url: an OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1`` (vLLM,
+            SGLang, llama.cpp, Ollama, hosted APIs).
+        api_key: bearer token for ``base_url``.
+        concurrency: requests in flight at most (OpenAI-compatible endpoints).
+        timeout: seconds per request (OpenAI-compatible endpoints).
+        context_window: the model's context length in tokens (embedded default 8192, the
+            model's training context).
+        adapter: a LoRA adapter in GGUF form (``lwm train export``) for a local llama.cpp model.
+        merge_adapter: load the adapter merged into a cached copy of the model (faster);
+            false applies it at run time.
+
+    >>> ModelSpec("embedded-warmup").label
+    'embedded-warmup'
+    >>> ModelSpec("qwen", base_url="http://gpu:8000/v1").label
+    'qwen@http://gpu:8000/v1'
+    """
+
+    name: str = WORLD_MODEL
+    base_url: str | None = None
+    api_key: str = "EMPTY"
+    concurrency: int = 16
+    timeout: float = 600.0
+    context_window: int | None = None
+    adapter: str | None = None
+    merge_adapter: bool = True
+
+    @property
+    def label(self) -> str:
+        """A short name for messages and run records (no API key)."""
+        return f"{self.name}@{self.base_url}" if self.base_url else self.name
+
+    def settings(self) -> dict:
+        """What makes two models the same model (recorded with runs; no API key)."""
+        d = asdict(self)
+        d.pop("api_key")
+        return d
+
+    def load(self) -> ChatModel:
+        """The model; one instance per spec and process, loaded once even when many
+        threads ask at the same time (llama.cpp's loader redirects the process's stdout
+        and stderr while it runs: two at once can leave them pointing at /dev/null).
+
+        Raises:
+            as :func:`load_model`.
+        """
+        with _shared_lock:
+            if self not in _shared:
+                _shared[self] = load_model(**asdict(self))
+            return _shared[self]
+
+
+_shared: dict[ModelSpec, ChatModel] = {}
+_shared_lock = threading.Lock()
+
+
+def default_model(base_url: str | None = None, api_key: str = "EMPTY", adapter: str | None = None) -> str:
+    """The model to use when none is named: the first one ``base_url`` serves; else the base
+    model when an ``adapter`` is given (it goes on the base); else :data:`WORLD_MODEL`.
+
+    Raises:
+        ModelUnavailableError: ``base_url`` cannot be reached or serves no model.
+    """
+    if base_url:
+        return served_model(base_url, api_key)
+    return "embedded" if adapter else WORLD_MODEL
 
 
 def served_model(base_url: str, api_key: str = "EMPTY") -> str:
@@ -40,7 +123,7 @@ def served_model(base_url: str, api_key: str = "EMPTY") -> str:
 
 
 def load_model(
-    model: str = WORLD_MODEL,
+    name: str = WORLD_MODEL,
     *,
     base_url: str | None = None,
     api_key: str = "EMPTY",
@@ -50,56 +133,43 @@ def load_model(
     adapter: str | None = None,
     merge_adapter: bool = True,
 ) -> ChatModel:
-    """Build a world-model backend.
+    """Build a chat-model backend (the settings are :class:`ModelSpec`'s; ``base_url``
+    selects the OpenAI-compatible backend, ``hf:`` the transformers runtime, anything
+    else llama.cpp; the adapter merge is :class:`~lwm.models.embedded.LlamaCppChatModel`'s).
 
-    Args:
-        model: ``"embedded-warmup"`` (:data:`WORLD_MODEL`: the bundled SmolLM2 on llama.cpp
-            with the shipped warm-up adapter), ``"embedded"`` (the base model without it), a
-            path to a ``.gguf`` file, ``"hf:<model dir>"`` or ``"hf:embedded"`` for the
-            transformers runtime,
-            ``"baseline:repeat-last"`` or ``"baseline:trivial"`` (reference predictors, see
-            :mod:`lwm.eval.baselines`), or (with ``base_url``) the model name served by an
-            OpenAI-compatible endpoint.
-        base_url: the endpoint (e.g. ``http://127.0.0.1:8000/v1``); selects the
-            OpenAI-compatible backend.
-        api_key: bearer token for the endpoint.
-        concurrency: requests in flight at most (OpenAI-compatible backend).
-        timeout: seconds per request (OpenAI-compatible backend).
-        context_window: context length in tokens, if known.
-        adapter: a LoRA adapter in GGUF form (``lwm train export``) applied to a local
-            llama.cpp model.
-        merge_adapter: load the adapter (``adapter`` or the warm-up one) merged into a cached
-            copy of the model, the faster way (see :class:`~lwm.models.embedded.LlamaCppChatModel`);
-            ``False`` applies it at run time.
+    Returns:
+        the model; its ``spec`` attribute is the :class:`ModelSpec` it was built from.
 
     Raises:
         ModelUnavailableError: the local runtime or weights are missing.
-        ValueError: an unknown baseline, or an adapter for a model that cannot take one.
+        ValueError: an adapter for a model that cannot take one, or a reference predictor's
+            name (``baseline:…``: those predict ``lwm eval`` rows, see :mod:`lwm.eval.baselines`).
     """
-    from lwm.eval.baselines import PREFIX, RowBaseline
-
-    if adapter and (base_url or model.startswith(("hf:", PREFIX))):
+    spec = ModelSpec(name, base_url, api_key, concurrency, timeout, context_window, adapter, merge_adapter)
+    if name.startswith("baseline:"):
+        raise ValueError(f"{name} is a reference predictor of lwm eval (lwm.eval.baselines), not a chat model: "
+                         "it cannot simulate, judge or act")
+    if adapter and (base_url or name.startswith("hf:")):
         raise ValueError("an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
-    if model.startswith(PREFIX):
-        return RowBaseline(model.removeprefix(PREFIX))
     if base_url:
         from lwm.models.openai_compat import OpenAIChatModel
 
-        return OpenAIChatModel(
-            model, base_url, api_key, concurrency=concurrency, timeout=timeout, context_window=context_window
-        )
-    if model.startswith("hf:"):
+        model = OpenAIChatModel(name, base_url, api_key, concurrency=concurrency, timeout=timeout,
+                                context_window=context_window)
+    elif name.startswith("hf:"):
         from lwm.models.transformers_backend import TransformersChatModel
 
-        return TransformersChatModel(model[3:])
-    from lwm.models.embedded import LlamaCppChatModel, adapter_name, warmup_adapter_path
+        model = TransformersChatModel(name[3:])
+    else:
+        from lwm.models.embedded import LlamaCppChatModel, adapter_name, warmup_adapter_path
 
-    if model == WORLD_MODEL:
-        if adapter:
-            raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
-        adapter = str(warmup_adapter_path())
-    path = None if model in ("embedded", WORLD_MODEL) else model
-    wm = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter)
-    if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
-        wm.name = adapter_name(wm.name, adapter)
-    return wm
+        if name == WORLD_MODEL:
+            if adapter:
+                raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
+            adapter = str(warmup_adapter_path())
+        path = None if name in ("embedded", WORLD_MODEL) else name
+        model = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter)
+        if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
+            model.name = adapter_name(model.name, adapter)
+    model.spec = spec
+    return model

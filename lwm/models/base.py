@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
+from lwm.schema import Message
 
 
 @dataclass(frozen=True)

@@ -80,8 +80,8 @@ def merged_gguf(model_path: str | Path, adapter: str | Path) -> Path | None:
     Raises:
         ModelUnavailableError: ``gguf`` is missing, or a file is unreadable or does not fit.
     """
-    from lwm.envs.assets import lwm_home
     from lwm.models.gguf_merge import merged_model
+    from lwm.paths import lwm_home
 
     try:
         return merged_model(model_path, adapter, lwm_home() / "models")

@@ -1,13 +1,13 @@
 """What the RL adapters share (:mod:`lwm.sim.gym`, :mod:`lwm.sim.trl`,
-:mod:`lwm.sim.openenv_server`): one episode of any domain on any backend, with the
-reward rule they all follow.
+:mod:`lwm.sim.openenv_server`): one episode at a time of any domain on any backend, with
+the reward rule they all follow.
 
-Reward rule: ``0.0`` before the episode ends; when it ends (the domain's "done" action,
-the real environment ending, or ``max_turns`` on the ``sim`` backend, reported as
-``info["truncated"]``), the step's own reward if the backend gave one, else the
-environment's :meth:`verify` (the real check, or the reward model's judgement on the
-``sim`` backend). A verdict of ``None`` (no check, unreadable judge, ``replay``) counts
-as ``0.0`` and is reported as ``info["verdict"] = None``.
+Reward rule: ``0.0`` before the episode ends; when it ends (the domain's "done" action or
+the real environment ending: ``terminated``; ``max_turns`` on the ``sim`` backend:
+``truncated``), the step's own reward if the backend gave one, else the environment's
+:meth:`verify` (the real check, or the reward model's judgement on the ``sim`` backend).
+A verdict of ``None`` (no check, unreadable judge, ``replay``) counts as ``0.0`` and is
+reported as ``info["verdict"] = None``.
 """
 
 from __future__ import annotations
@@ -15,17 +15,12 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import replace
 from typing import Any
 
-from lwm.envs.base import Check, Task
+from lwm.envs.base import StepResult, Task
 from lwm.errors import EnvironmentClosedError
-from lwm.models.base import ChatModel
-from lwm.sim.backends import BACKENDS, make_env
-from lwm.sim.cache import ReplayCache
-from lwm.sim.loop import run_sync
-
-_TASK_FIELDS = {f.name for f in fields(Task)}
+from lwm.sim.backends import EnvFactory
 
 
 def coerce_task(value: Task | Mapping[str, Any] | str, tasks: Sequence[Task] = ()) -> Task:
@@ -44,101 +39,34 @@ def coerce_task(value: Task | Mapping[str, Any] | str, tasks: Sequence[Task] = (
                 return task
         raise KeyError(f"no task named {value!r} (known: {', '.join(t.name for t in tasks) or 'none'})")
     if isinstance(value, Mapping):
-        unknown = set(value) - _TASK_FIELDS
-        if unknown:
-            raise ValueError(f"unknown task fields {sorted(unknown)} (known: {sorted(_TASK_FIELDS)})")
-        if not value.get("name"):
-            raise ValueError("a task needs a name")
-        data = dict(value)
-        if isinstance(data.get("check"), Mapping):
-            data["check"] = Check(**data["check"])
-        data["setup"] = tuple(data.get("setup", ()))
-        data["files"] = dict(data.get("files", {}))
-        data["options"] = dict(data.get("options", {}))
-        return Task(**data)
+        return Task.from_dict(value)
     raise TypeError(f"a task is a Task, a dict of its fields or a task name, not {type(value).__name__}")
 
 
-def resolve_model(model: ChatModel | str | None) -> tuple[ChatModel | None, bool]:
-    """``(model, owned)``: a model spec (``"embedded-warmup"``, a ``.gguf`` path …) is loaded
-    with :func:`lwm.models.load_model` and owned by the caller (close it)."""
-    if isinstance(model, str):
-        from lwm.models import load_model
-
-        return load_model(model), True
-    return model, False
-
-
-def check_arguments(domain: str, backend: str, model: object, cache: object) -> None:
-    """Fail early, with the same messages as :func:`make_env`, on arguments that could
-    only fail at the first reset."""
-    from lwm.domains import DOMAINS
-
-    if domain not in DOMAINS:
-        raise KeyError(f"unknown domain {domain!r} (known: {', '.join(DOMAINS)})")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")
-    if backend in ("sim", "hybrid") and model is None:
-        raise ValueError(f"the {backend} backend needs a world model (model=load_model('embedded-warmup'))")
-    if backend in ("replay", "hybrid") and cache is None:
-        raise ValueError(f"the {backend} backend needs a cache")
-
-
-@dataclass
-class Transition:
-    """One step as RL libraries want it.
-
-    Attributes:
-        observation: the next observation.
-        reward: 0.0 before the end; the episode's reward at the end.
-        terminated: the episode ended by itself (done action, environment ended).
-        truncated: cut by a turn limit.
-        info: the backend's step info (``provenance``, ``reasoning`` …) plus ``turn``
-            and, at the end, ``verdict`` (the raw reward, possibly ``None``).
-    """
-
-    observation: str
-    reward: float = 0.0
-    terminated: bool = False
-    truncated: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def done(self) -> bool:
-        return self.terminated or self.truncated
-
-
 class Episode:
-    """An environment from :func:`make_env` driven one episode at a time.
+    """Environments of one :class:`~lwm.sim.backends.EnvFactory` driven one episode at a
+    time, with the reward rule of the module docstring (the face of every RL interface).
 
     Args:
-        domain: e.g. ``terminal``.
-        backend: ``real``, ``sim``, ``replay`` or ``hybrid``.
-        model: the world model (a :class:`ChatModel`, or a spec for ``load_model``).
-        cache: the replay cache (``replay``/``hybrid``; optional for ``real``).
+        factory: the environments' recipe (:func:`~lwm.sim.backends.env_factory` builds one
+            from a domain, a backend and their settings). On the ``sim`` backend the reward
+            is asked for once, by this class, at the episode's end.
         tasks: the tasks :meth:`reset` picks from when not given one.
-        make_env_kwargs: passed to :func:`make_env` (``max_turns``, ``route`` …). On the
-            ``sim`` backend ``judge_rewards`` defaults to ``False``: the reward is asked
-            for once, by this class, at the episode's end.
     """
 
-    def __init__(self, domain: str, backend: str = "sim", *, model: ChatModel | str | None = None,
-                 cache: ReplayCache | str | None = None, tasks: Sequence[Task | Mapping[str, Any]] = (),
-                 **make_env_kwargs: Any) -> None:
-        check_arguments(domain, backend, model, cache)
-        self.domain, self.backend = domain, backend
+    def __init__(self, factory: EnvFactory, *, tasks: Sequence[Task | Mapping[str, Any]] = ()) -> None:
+        if factory.backend == "sim" and "judge_rewards" not in factory.options:
+            factory = replace(factory, options={**factory.options, "judge_rewards": False})
+        self.factory = factory
+        self.domain, self.backend = factory.domain, factory.backend
         self.tasks: tuple[Task, ...] = tuple(coerce_task(t) for t in tasks)
-        self.model, self._owns_model = resolve_model(model)
-        if backend == "sim":
-            make_env_kwargs.setdefault("judge_rewards", False)
-        self.env = make_env(domain, backend, model=self.model, cache=cache, **make_env_kwargs)
+        self.env = factory()
         self.task: Task | None = None
         self.turns = 0
         self.ended = False
         self.reward: float | None = None  # the verdict, once asked for
         self._judged = False
 
-    # -- episode ------------------------------------------------------------------------
     def pick_task(self, rng: random.Random | Any | None = None) -> Task | None:
         """One of :attr:`tasks` drawn with ``rng`` (``random.Random`` or a numpy
         ``Generator``), the first without one, ``None`` when there are none."""
@@ -159,8 +87,10 @@ class Episode:
         self.turns, self.ended, self.reward, self._judged = 0, False, None, False
         return first
 
-    def step(self, action: str) -> Transition:
-        """Play ``action``.
+    def step(self, action: str) -> StepResult:
+        """Play ``action``: the step's observation, ``terminated``/``truncated`` and info
+        (plus ``turn``, and ``verdict`` at the end), its reward by the rule of the module
+        docstring (a float: 0.0 before the end).
 
         Raises:
             TypeError: ``action`` is not a string.
@@ -177,8 +107,7 @@ class Episode:
         self.turns += 1
         info = copy.deepcopy(result.info)
         info["turn"] = self.turns
-        truncated = bool(info.get("truncated"))
-        out = Transition(result.observation, 0.0, bool(result.done) and not truncated, truncated, info)
+        out = StepResult(result.observation, 0.0, result.terminated, result.truncated, info)
         if result.done:
             self.ended = True
             if result.reward is not None:
@@ -204,8 +133,5 @@ class Episode:
         return getattr(self.env, "trajectory", None)
 
     def close(self) -> None:
-        """Close the environment, and the model if this episode loaded it. Safe twice."""
+        """Close the environment (models are shared per process and stay loaded). Safe twice."""
         self.env.close()
-        if self._owns_model and self.model is not None:
-            run_sync(self.model.aclose())
-            self._owns_model = False

@@ -6,8 +6,8 @@ backend    where each observation comes from
 real       the real sandboxed environment (``lwm.envs``); observations may be recorded into a
            replay cache
 sim        the world model (:class:`~lwm.sim.env.SimEnv`)
-replay     a :class:`~lwm.sim.cache.ReplayCache` only; a situation never seen raises
-           :class:`CacheMissError`
+replay     a :class:`~lwm.envs.cache.ReplayCache` only; a situation never seen raises
+           :class:`~lwm.errors.CacheMissError`
 hybrid     the cache, then the real environment, then the world model, per a routing rule
 =========  ==================================================================================
 
@@ -20,16 +20,18 @@ its provenance (``real``, ``replayed`` or ``simulated``); ``step`` also returns 
 
 from __future__ import annotations
 
-import hashlib
-import json
+import os
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from lwm.envs import make_real_env
-from lwm.envs.base import EnvironmentBase, StepResult, Task
-from lwm.errors import EnvironmentClosedError, LwmError, SandboxError
+from lwm import domains
+from lwm.envs.base import StepResult, Task
+from lwm.envs.cache import REAL_SOURCE, ReplayCache
+from lwm.envs.recorded import RealBackendEnv, RecordedEnv, ReplayEnv
+from lwm.errors import SandboxError
+from lwm.models import ModelSpec, judge_for
 from lwm.models.base import ChatModel, SamplingParams
-from lwm.schema import Provenance, Trajectory, Turn
-from lwm.sim.cache import REAL_SOURCE, ReplayCache, cache_key
+from lwm.schema import Provenance, Trajectory
 from lwm.sim.controls import Control
 from lwm.sim.env import DEFAULT_SAMPLING, SimEnv
 
@@ -37,178 +39,11 @@ Backend = Literal["real", "sim", "replay", "hybrid"]
 BACKENDS = ("real", "sim", "replay", "hybrid")
 
 
-class CacheMissError(LwmError, KeyError):
-    """The replay cache has no observation for this situation."""
-
-    def __str__(self) -> str:  # KeyError's str() would quote the message
-        return str(self.args[0]) if self.args else ""
-
-
-def task_fingerprint(task: Task) -> str:
-    """A short hash of everything a task starts from (name, files, setup, options)."""
-    payload = json.dumps([task.name, task.files, list(task.setup), task.options], sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-class _Recorded(EnvironmentBase):
-    """Keeps the episode as a trajectory and reads/writes the cache."""
-
-    def __init__(self, domain: str, cache: ReplayCache | None) -> None:
-        self.domain = domain
-        self.cache = cache
-        self.task: Task | None = None
-        self.trajectory: Trajectory | None = None
-
-    def system_prompt(self) -> str:
-        return self._require().system_prompt
-
-    def _start(self, task: Task, system_prompt: str, first: str, backend: str) -> None:
-        self.task = task
-        self.trajectory = Trajectory(
-            id=f"{self.domain}/{task.name}/{backend}", domain=self.domain, task=task.instruction,
-            system_prompt=system_prompt, initial_observation=first,
-            metadata={"episode": task.name, "family": task.family or task.name, "backend": backend})
-
-    def _history(self) -> list[tuple[str, str]]:
-        traj = self._require()
-        return [("", traj.initial_observation)] + [(t.action, t.observation) for t in traj.turns]
-
-    def _key(self, action: str, source: str = REAL_SOURCE, sampling: dict | None = None) -> str:
-        traj = self._require()
-        return cache_key(self.domain, traj.system_prompt, self._history(), action, source, sampling)
-
-    def _reset_key(self, task: Task) -> str:
-        return cache_key(self.domain, "", [], f"\0reset {task_fingerprint(task)}")
-
-    def _save_start(self, task: Task, first: str, system_prompt: str) -> None:
-        self.cache.put(self._reset_key(task), json.dumps({"observation": first, "system_prompt": system_prompt}),
-                       {"kind": "real"})
-
-    def _cached_start(self, task: Task) -> tuple[str, str] | None:
-        """``(initial observation, system prompt)`` recorded for ``task``, or ``None``."""
-        hit = self.cache.get(self._reset_key(task))
-        if hit is None:
-            return None
-        start = json.loads(hit[0])
-        return start["observation"], start["system_prompt"]
-
-    def _record(self, action: str, observation: str, prov: Provenance, **info: Any) -> StepResult:
-        traj = self._require()
-        traj.turns.append(Turn(index=len(traj.turns) + 1, action=action, observation=observation, provenance=prov))
-        return StepResult(observation, info={**info, "provenance": prov.model_dump(exclude_none=True)})
-
-    def _record_replayed(self, action: str, hit: tuple[str, dict], source: str, **info: Any) -> StepResult:
-        observation, original = hit
-        prov = Provenance(kind="replayed", source=original.get("source", source),
-                          sampling=original.get("sampling"), controls=original.get("controls"))
-        return self._record(action, observation, prov, **info)
-
-    def _record_real(self, real: Any, action: str, **info: Any) -> StepResult:
-        """Play ``action`` in the real environment ``real``; record it (and cache it)."""
-        key = self._key(action) if self.cache is not None else None
-        result = real.step(action)
-        prov = Provenance(kind="real", source=f"{self.domain}/{type(real).__name__}")
-        if key is not None:
-            self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))
-        out = self._record(action, result.observation, prov, **info, **result.info)
-        out.reward, out.done = result.reward, result.done
-        return out
-
-    def snapshot(self) -> Trajectory:
-        return self._require().model_copy(deep=True)
-
-    def _require(self) -> Trajectory:
-        if self.trajectory is None:
-            raise EnvironmentClosedError("call reset() before step()")
-        return self.trajectory
-
-
-class RealBackendEnv(_Recorded):
-    """The real environment, its observations recorded (and written to ``cache`` if given).
-
-    Snapshots are the real environment's own (``snapshot``/``restore`` of ``lwm.envs``)."""
-
-    def __init__(self, domain: str, *, cache: ReplayCache | None = None, **env_kwargs: Any) -> None:
-        super().__init__(domain, cache)
-        self.real = make_real_env(domain, **env_kwargs)
-
-    def reset(self, task: Task | None = None) -> str:
-        task = task or Task("empty")
-        first = self.real.reset(task)
-        self._start(task, self.real.system_prompt(), first, "real")
-        if self.cache is not None:
-            self._save_start(task, first, self.real.system_prompt())
-        return first
-
-    def step(self, action: str) -> StepResult:
-        return self._record_real(self.real, action)
-
-    def verify(self) -> float | None:
-        reward = self.real.verify()
-        self._require().reward = reward
-        return reward
-
-    def snapshot(self) -> tuple[Any, Trajectory]:
-        return self.real.snapshot(), super().snapshot()
-
-    def restore(self, snapshot: tuple[Any, Trajectory]) -> None:
-        self.real.restore(snapshot[0])
-        self.trajectory = snapshot[1].model_copy(deep=True)
-
-    def close(self) -> None:
-        self.real.close()
-
-
-class ReplayEnv(_Recorded):
-    """Observations from the cache only.
-
-    Args:
-        domain: the domain.
-        cache: where observations were recorded (by the ``real``, ``sim`` or ``hybrid``
-            backend).
-        source: whose observations to replay: ``real`` or a world model's name.
-        sampling: that model's decoding settings (part of the key), for model sources.
-
-    Raises (from ``reset``/``step``):
-        CacheMissError: the situation was never recorded.
-    """
-
-    def __init__(self, domain: str, *, cache: ReplayCache, source: str = REAL_SOURCE,
-                 sampling: SamplingParams | None = None) -> None:
-        super().__init__(domain, cache)
-        self.source = source
-        self.sampling = None if source == REAL_SOURCE else (sampling or DEFAULT_SAMPLING).to_dict()
-
-    def reset(self, task: Task | None = None) -> str:
-        task = task or Task("empty")
-        start = self._cached_start(task)
-        if start is None:
-            raise CacheMissError(f"no recorded start for task {task.name!r} in {self.cache.path}")
-        first, prompt = start
-        self._start(task, prompt, first, "replay")
-        return first
-
-    def step(self, action: str) -> StepResult:
-        hit = self.cache.get(self._key(action, self.source, self.sampling))
-        if hit is None:
-            raise CacheMissError(f"no recorded observation for turn {len(self._require().turns) + 1} of "
-                                 f"{self.task.name!r} after this history (source {self.source!r})")
-        return self._record_replayed(action, hit, self.source)
-
-    def verify(self) -> float | None:
-        return None  # a cache holds observations, not verdicts
-
-    def restore(self, snapshot: Trajectory) -> None:
-        self.trajectory = snapshot.model_copy(deep=True)
-
-    def close(self) -> None:
-        self.trajectory = None
-
-
 Route = Literal["real-first", "sim-only"]
+ROUTES = ("real-first", "sim-only")
 
 
-class HybridEnv(_Recorded):
+class HybridEnv(RecordedEnv):
     """The cache first, then the real environment, then the world model.
 
     Routing rule (``route``):
@@ -226,12 +61,15 @@ class HybridEnv(_Recorded):
 
     def __init__(self, domain: str, *, model: ChatModel, cache: ReplayCache, route: Route = "real-first",
                  sampling: SamplingParams = DEFAULT_SAMPLING, controls: tuple[Control, ...] = (),
+                 reward_model: ChatModel | None = None, real_options: dict[str, Any] | None = None,
                  **sim_kwargs: Any) -> None:
         super().__init__(domain, cache)
-        if route not in ("real-first", "sim-only"):
-            raise ValueError(f"unknown route {route!r} (real-first or sim-only)")
+        if route not in ROUTES:
+            raise ValueError(f"unknown route {route!r} ({' or '.join(ROUTES)})")
         self.route = route
-        self.sim = SimEnv(domain, model, sampling=sampling, controls=controls, judge_rewards=False, **sim_kwargs)
+        self.sim = SimEnv(domain, model, sampling=sampling, controls=controls, judge_rewards=False,
+                          reward_model=reward_model, **sim_kwargs)
+        self.real_options = dict(real_options or {})
         self.real: Any = None
         self._real_turns = 0  # turns of the history the real environment has played
         self._diverged = False  # a simulated turn: the real state no longer matches
@@ -269,7 +107,7 @@ class HybridEnv(_Recorded):
 
     def _real_reset(self, task: Task) -> str:
         if self.real is None:
-            self.real = make_real_env(self.domain)
+            self.real = domains.get(self.domain).make_env(**self.real_options)
         return self.real.reset(task)
 
     def _catch_up(self) -> None:
@@ -301,7 +139,7 @@ class HybridEnv(_Recorded):
         if failure:
             info["real_failure"] = failure
         out = self._record(action, observation, prov, route="sim", **info)
-        out.done = result.done
+        out.terminated, out.truncated = result.terminated, result.truncated
         return out
 
     def verify(self) -> float | None:
@@ -336,41 +174,132 @@ class HybridEnv(_Recorded):
             self.real = None
 
 
-def make_env(domain: str, backend: Backend = "real", *, model: ChatModel | None = None,
-             cache: ReplayCache | str | None = None, sampling: SamplingParams = DEFAULT_SAMPLING,
-             controls: tuple[Control, ...] = (), **kwargs: Any):
-    """An environment of ``domain`` with the chosen backend.
+def _spec_of(model: ModelSpec | ChatModel | str | None) -> ModelSpec | None:
+    # How the model was (or will be) loaded; None for a model built by hand.
+    if isinstance(model, str):
+        return ModelSpec(model)
+    return model if isinstance(model, ModelSpec) else getattr(model, "spec", None)
+
+
+def _load(model: ModelSpec | ChatModel | str | None) -> ChatModel | None:
+    if isinstance(model, str):
+        model = ModelSpec(model)
+    return model.load() if isinstance(model, ModelSpec) else model
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """A recipe for fresh environments of one domain on one backend, checked once when it is
+    made: what rollouts, Ray workers, the OpenEnv server, Gymnasium and TRL receive. It is
+    picklable when its models are given as :class:`~lwm.models.ModelSpec` (or names), which
+    each process loads once.
 
     Args:
         domain: e.g. ``terminal``, ``db``.
         backend: ``real``, ``sim``, ``replay`` or ``hybrid`` (see the module docstring).
-        model: the world model (``sim``, ``hybrid``; and ``replay`` of its observations).
-        cache: a :class:`ReplayCache` or its path (``replay``, ``hybrid``; optional for
-            ``real``, which then records into it).
+        model: the world model (``sim``, ``hybrid``; and ``replay`` of its observations):
+            a loaded :class:`~lwm.models.ChatModel`, a :class:`~lwm.models.ModelSpec` or a name.
+        reward_model: the reward model of ``sim`` (and of ``hybrid`` once the episode left
+            the real environment); default: :func:`lwm.models.judge_for` of the world
+            model's name, else the world model itself.
+        cache: a :class:`~lwm.envs.cache.ReplayCache` or its path (``replay``, ``hybrid``;
+            optional for ``real``, which then records into it).
         sampling: the world model's decoding settings.
         controls: simulation controls (``sim``, ``hybrid``).
-        kwargs: passed on (``route`` for ``hybrid``, ``source`` for ``replay``, the real
-            environment's options for ``real``, :class:`SimEnv` options for ``sim``).
+        route: ``hybrid``'s routing rule (``real-first`` or ``sim-only``).
+        source: ``replay``: whose observations (``real``; default: the world model's when
+            one is given, else ``real``).
+        max_turns: ``sim``: the episode is cut (``truncated``) after this many steps.
+        options: passed on: the real environment's options (``real``, ``hybrid``) or
+            :class:`~lwm.sim.env.SimEnv` settings (``sim``: ``judge_rewards``,
+            ``max_prompt_tokens`` …).
 
     Raises:
-        ValueError: unknown backend, or a backend's required argument missing.
-        KeyError: unknown domain.
+        UnknownDomainError: no such domain.
+        NoRealEnvironmentError: ``real`` or ``hybrid`` (``real-first``) on an import-only domain.
+        ValueError: an unknown backend or route, or what the backend needs is missing.
     """
-    if isinstance(cache, (str, bytes)) or hasattr(cache, "__fspath__"):
-        cache = ReplayCache(cache)
-    if backend == "real":
-        return RealBackendEnv(domain, cache=cache, **kwargs)
-    if backend == "sim":
-        if model is None:
-            raise ValueError("the sim backend needs a world model (model=load_model('embedded-warmup'))")
-        return SimEnv(domain, model, sampling=sampling, controls=controls, **kwargs)
-    if backend == "replay":
-        if cache is None:
-            raise ValueError("the replay backend needs a cache")
-        source = kwargs.pop("source", model.name if model is not None else REAL_SOURCE)
-        return ReplayEnv(domain, cache=cache, source=source, sampling=sampling, **kwargs)
-    if backend == "hybrid":
-        if model is None or cache is None:
-            raise ValueError("the hybrid backend needs a world model and a cache")
-        return HybridEnv(domain, model=model, cache=cache, sampling=sampling, controls=controls, **kwargs)
-    raise ValueError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")
+
+    domain: str
+    backend: Backend = "real"
+    model: ModelSpec | ChatModel | str | None = None
+    reward_model: ModelSpec | ChatModel | str | None = None
+    cache: ReplayCache | str | None = None
+    sampling: SamplingParams = DEFAULT_SAMPLING
+    controls: tuple[Control, ...] = ()
+    route: Route = "real-first"
+    source: str | None = None
+    max_turns: int = 50
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        spec = domains.get(self.domain)
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
+        needs_model = self.backend in ("sim", "hybrid") or (self.backend == "replay" and self.source not in
+                                                             (None, REAL_SOURCE))
+        if needs_model and self.model is None:
+            raise ValueError(f"the {self.backend} backend needs a world model (model=load_model('embedded-warmup'))")
+        if self.backend in ("replay", "hybrid") and self.cache is None:
+            raise ValueError(f"the {self.backend} backend needs a cache")
+        if self.route not in ROUTES:
+            raise ValueError(f"unknown route {self.route!r} ({' or '.join(ROUTES)})")
+        if self.backend == "real" or (self.backend == "hybrid" and self.route == "real-first"):
+            if not spec.runnable:
+                spec.make_env()  # raises NoRealEnvironmentError with the reason
+        for role in (self.model, self.reward_model):
+            if role is not None and not isinstance(role, (str, ModelSpec, ChatModel)):
+                raise ValueError(f"{role!r} is not a chat model, a model spec or a name: it cannot simulate or judge")
+        if isinstance(self.cache, (bytes, os.PathLike)):
+            object.__setattr__(self, "cache", os.fsdecode(self.cache))
+
+    def world_model(self) -> ChatModel | None:
+        """The world model, loaded (once per process for specs and names)."""
+        return _load(self.model)
+
+    def judge(self) -> ChatModel | None:
+        """The reward model, loaded: ``reward_model``, else the one :func:`lwm.models.judge_for`
+        names for the world model, else the world model itself."""
+        if self.reward_model is not None:
+            return _load(self.reward_model)
+        spec = _spec_of(self.model)
+        judge = judge_for(spec.name) if spec is not None and spec.base_url is None else None
+        return ModelSpec(judge).load() if judge else self.world_model()
+
+    def __call__(self) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
+        """A fresh environment."""
+        cache = ReplayCache(self.cache) if isinstance(self.cache, str) else self.cache
+        if self.backend == "real":
+            return RealBackendEnv(self.domain, domains.get(self.domain).make_env(**self.options), cache=cache)
+        if self.backend == "sim":
+            return SimEnv(self.domain, self.world_model(), sampling=self.sampling, controls=self.controls,
+                          max_turns=self.max_turns, reward_model=self.judge(), **self.options)
+        if self.backend == "replay":
+            source = self.source or (self.world_model().name if self.model is not None else REAL_SOURCE)
+            sampling = None if source == REAL_SOURCE else self.sampling.to_dict()
+            return ReplayEnv(self.domain, cache=cache, source=source, sampling=sampling)
+        return HybridEnv(self.domain, model=self.world_model(), cache=cache, route=self.route,
+                         sampling=self.sampling, controls=self.controls, reward_model=self.judge(),
+                         real_options=self.options)
+
+
+def env_factory(domain: str, backend: Backend = "real", **settings: Any) -> EnvFactory:
+    """An :class:`EnvFactory` from keyword settings: its own fields by name (``model``,
+    ``cache``, ``max_turns`` …), every other setting into ``options`` (the real
+    environment's or :class:`~lwm.sim.env.SimEnv`'s).
+
+    Raises:
+        as :class:`EnvFactory`.
+    """
+    own = {k: settings.pop(k) for k in list(settings) if k in _FACTORY_FIELDS}
+    own["options"] = {**own.get("options", {}), **settings}
+    return EnvFactory(domain, backend, **own)
+
+
+def make_env(domain: str, backend: Backend = "real", **settings: Any) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
+    """A fresh environment of ``domain`` with the chosen backend: ``env_factory(domain,
+    backend, **settings)()`` (see :class:`EnvFactory` for the settings and errors)."""
+    return env_factory(domain, backend, **settings)()
+
+
+_FACTORY_FIELDS = frozenset(f.name for f in fields(EnvFactory)) - {"domain", "backend"}

@@ -13,10 +13,10 @@ model's measured fidelity is the fidelity of the simulator built on it.
 from __future__ import annotations
 
 import copy
-import importlib
 import time
 from typing import Any
 
+from lwm import domains
 from lwm.envs.base import StepResult, Task
 from lwm.errors import EnvironmentClosedError
 from lwm.models.base import ChatModel, SamplingParams
@@ -30,30 +30,6 @@ from lwm.sim.loop import run_sync
 DEFAULT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512, stop=DEFAULT_STOP)
 
 
-def default_system_prompt(domain: str) -> str:
-    """The domain's world-model system prompt with its default settings.
-
-    Raises:
-        KeyError: unknown domain.
-    """
-    from lwm.domains import DOMAINS
-
-    if domain not in DOMAINS:
-        raise KeyError(f"unknown domain {domain!r} (known: {', '.join(DOMAINS)})")
-    return importlib.import_module(f"lwm.domains.{domain}").system_prompt()
-
-
-def ends_episode(domain: str, action: str) -> bool:
-    """Whether ``action`` ends the episode in ``domain`` (its module's ``ends_episode``;
-    e.g. the terminal's empty keystroke list)."""
-    try:
-        module = importlib.import_module(f"lwm.domains.{domain}")
-    except ImportError:
-        return False
-    check = getattr(module, "ends_episode", None)
-    return bool(check and check(action))
-
-
 class SimEnv:
     """A simulated environment of ``domain`` backed by a world model.
 
@@ -64,7 +40,7 @@ class SimEnv:
             ``options["system_prompt"]``, else the domain's default.
         sampling: decoding settings of each step (:data:`DEFAULT_SAMPLING`).
         max_prompt_tokens: history budget; the oldest turns are dropped first.
-        max_turns: the episode is cut (``info["truncated"]``) after this many steps.
+        max_turns: the episode is cut (``truncated``) after this many steps.
         controls: simulation controls (:class:`~lwm.sim.controls.Control`).
         reward_model: the judge of task success at episode end (default: ``model``); set
             ``judge_rewards=False`` to leave rewards to the caller.
@@ -75,7 +51,7 @@ class SimEnv:
             (:data:`lwm.sim.reward.JUDGE_SAMPLING`).
 
     Raises:
-        ValueError: a reference predictor of ``lwm eval`` (``baseline:…``) as a model.
+        UnknownDomainError: ``domain`` is not registered.
 
     Example:
         >>> env = SimEnv("terminal", load_model("embedded-warmup"))  # doctest: +SKIP
@@ -88,9 +64,7 @@ class SimEnv:
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
                  judge_sampling: SamplingParams | None = None) -> None:
-        for role in (model, reward_model):
-            if hasattr(role, "predict_row"):  # lwm.eval.baselines: no chat, no simulation
-                raise ValueError(f"{role.name} is a reference predictor for lwm eval; it cannot simulate or judge")
+        self.spec = domains.get(domain)
         self.domain = domain
         self.model = model
         self.sampling = sampling
@@ -117,7 +91,7 @@ class SimEnv:
             return self._system_prompt
         if task is not None and task.options.get("system_prompt"):
             return str(task.options["system_prompt"])
-        return default_system_prompt(self.domain)
+        return self.spec.system_prompt()
 
     def reset(self, task: Task | None = None, initial_observation: str | None = None) -> str:
         """Start an episode (blocking; see :meth:`areset`)."""
@@ -167,7 +141,7 @@ class SimEnv:
         Returns:
             the observation (reasoning removed) with ``info`` holding ``reasoning``,
             ``parse_issues``, ``seconds``, token counts and ``provenance``; ``done`` when
-            the action ends the episode or ``max_turns`` is reached (``info["truncated"]``),
+            the action ends the episode (``terminated``) or ``max_turns`` is reached (``truncated``),
             and then the judged ``reward`` if ``judge_rewards`` (after every step with
             ``judge_every_step``).
 
@@ -182,7 +156,7 @@ class SimEnv:
                           controls=[c.label() for c in self.controls] or None)
         pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=index, action=action, observation="",
                                                                       provenance=prov)]})
-        row = rows_from_trajectory(pending)[-1]
+        row = rows_from_trajectory(pending, action_lang=self.spec.action_lang)[-1]
         messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
@@ -190,7 +164,7 @@ class SimEnv:
         for issue in parsed.issues:
             self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
         traj.turns.append(Turn(index=index, action=action, observation=parsed.observation, provenance=prov))
-        ended = ends_episode(self.domain, action)
+        ended = self.spec.ends_episode(action)
         truncated = not ended and index >= self.max_turns
         info: dict[str, Any] = {
             "reasoning": parsed.reasoning, "parse_issues": parsed.issues, "dropped_turns": dropped,
@@ -198,11 +172,9 @@ class SimEnv:
             "completion_tokens": gen.completion_tokens, "provenance": prov.model_dump(exclude_none=True),
         }
         reward = None
-        if truncated:
-            info["truncated"] = True
         if self.judge_every_step or (ended or truncated) and self.judge_rewards:
             reward = await self.averify()
-        return StepResult(parsed.observation, reward=reward, done=ended or truncated, info=info)
+        return StepResult(parsed.observation, reward=reward, terminated=ended, truncated=truncated, info=info)
 
     def verify(self) -> float | None:
         """The reward model's verdict on the episode so far (blocking; see :meth:`averify`)."""

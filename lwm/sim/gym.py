@@ -36,10 +36,13 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from lwm import domains
 from lwm.envs.base import Task
+from lwm.envs.cache import ReplayCache
+from lwm.models import ModelSpec
 from lwm.models.base import ChatModel
 from lwm.sim.adapter import Episode
-from lwm.sim.cache import ReplayCache
+from lwm.sim.backends import env_factory
 
 #: What :class:`UnicodeText` samples from: printable ASCII, tab and newline.
 SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127)) + "\t\n"
@@ -94,8 +97,8 @@ class WorldEnv(gymnasium.Env[str, str]):
     Args:
         domain: e.g. ``terminal``.
         backend: ``sim`` (default), ``real``, ``replay`` or ``hybrid``.
-        model: the world model (a :class:`ChatModel` or a ``load_model`` spec such as
-            ``"embedded-warmup"``, then loaded here and closed by :meth:`close`).
+        model: the world model: a :class:`ChatModel`, a :class:`~lwm.models.ModelSpec` or a
+            name such as ``"embedded-warmup"`` (loaded once per process).
         cache: the replay cache or its path (``replay``, ``hybrid``; optional for ``real``).
         tasks: the tasks ``reset`` draws from (seeded by ``reset(seed=…)``); none: the
             backend's empty task.
@@ -106,13 +109,14 @@ class WorldEnv(gymnasium.Env[str, str]):
         timings: keep the backend's wall-clock ``seconds`` in step ``info``; off by default,
             as it makes ``info`` differ between identical steps (Gymnasium's determinism
             check compares infos).
-        make_env_kwargs: passed to :func:`lwm.sim.make_env` (``max_turns``, ``route``,
+        make_env_kwargs: passed to :func:`lwm.sim.backends.env_factory` (``max_turns``, ``route``,
             ``sampling``, ``controls`` …).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, domain: str = "terminal", backend: str = "sim", *, model: ChatModel | str | None = None,
+    def __init__(self, domain: str = "terminal", backend: str = "sim", *,
+                 model: ChatModel | ModelSpec | str | None = None,
                  cache: ReplayCache | str | None = None, tasks: Sequence[Task | Mapping[str, Any]] = (),
                  render_mode: str | None = None, max_observation_chars: int = MAX_OBSERVATION_CHARS,
                  max_action_chars: int = MAX_ACTION_CHARS, timings: bool = False, **make_env_kwargs: Any) -> None:
@@ -120,7 +124,7 @@ class WorldEnv(gymnasium.Env[str, str]):
             raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         self.timings = timings
-        self.episode = Episode(domain, backend, model=model, cache=cache, tasks=tasks, **make_env_kwargs)
+        self.episode = Episode(env_factory(domain, backend, model=model, cache=cache, **make_env_kwargs), tasks=tasks)
         self.observation_space = UnicodeText(max_observation_chars)
         self.action_space = UnicodeText(max_action_chars)
 
@@ -184,7 +188,7 @@ class WorldEnv(gymnasium.Env[str, str]):
         return "\n".join(parts)
 
     def close(self) -> None:
-        """Close the environment (and a model this environment loaded). Safe twice."""
+        """Close the environment. Safe twice."""
         self.episode.close()
         super().close()
 
@@ -201,10 +205,8 @@ def _env_id(domain: str) -> str:
 
 def register_envs() -> list[str]:
     """Register ``lwm/World-v0`` and one id per domain (idempotent); return the ids."""
-    from lwm.domains import DOMAINS
-
     ids = []
-    for env_id, kwargs in [("lwm/World-v0", {})] + [(_env_id(d), {"domain": d}) for d in DOMAINS]:
+    for env_id, kwargs in [("lwm/World-v0", {})] + [(_env_id(d), {"domain": d}) for d in domains.names()]:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point="lwm.sim.gym:WorldEnv", kwargs=kwargs,
                                disable_env_checker=False, nondeterministic=False)

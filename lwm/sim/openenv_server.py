@@ -59,9 +59,11 @@ from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # noqa: E402
 
 from lwm.envs.base import Task  # noqa: E402
+from lwm.envs.cache import ReplayCache  # noqa: E402
+from lwm.models import ModelSpec  # noqa: E402
 from lwm.models.base import ChatModel  # noqa: E402
-from lwm.sim.adapter import Episode, check_arguments, coerce_task, resolve_model  # noqa: E402
-from lwm.sim.cache import ReplayCache  # noqa: E402
+from lwm.sim.adapter import Episode, coerce_task  # noqa: E402
+from lwm.sim.backends import EnvFactory, env_factory  # noqa: E402
 
 
 class WorldAction(Action):
@@ -97,23 +99,24 @@ class WorldEnvironment(Environment[WorldAction, WorldObservation, WorldState]):
     """One session's environment: an :class:`~lwm.sim.adapter.Episode` built lazily on
     first reset (OpenEnv also makes throwaway instances for ``/state``, ``/metadata``).
 
-    Args: as :func:`serve_env` (``model`` already loaded).
+    Args:
+        factory: the sessions' environment recipe (checked once by :func:`make_app`).
+        tasks: the tasks ``reset`` picks from.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, domain: str, backend: str = "sim", *, model: ChatModel | None = None,
-                 cache: ReplayCache | str | None = None, tasks: Sequence[Task] = (), **make_env_kwargs: Any) -> None:
+    def __init__(self, factory: EnvFactory, tasks: Sequence[Task] = ()) -> None:
         super().__init__()
-        self.domain, self.backend = domain, backend
-        self._episode_args = dict(model=model, cache=cache, tasks=tuple(tasks), **make_env_kwargs)
+        self.factory = factory
+        self.domain, self.backend = factory.domain, factory.backend
         self.tasks = tuple(tasks)
         self.episode: Episode | None = None
-        self._state = WorldState(domain=domain, backend=backend)
+        self._state = WorldState(domain=self.domain, backend=self.backend)
 
     def _require_episode(self) -> Episode:
         if self.episode is None:
-            self.episode = Episode(self.domain, self.backend, **self._episode_args)
+            self.episode = Episode(self.factory, tasks=self.tasks)
         return self.episode
 
     def reset(self, seed: int | None = None, episode_id: str | None = None,
@@ -171,24 +174,22 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def make_app(domain: str, backend: str = "sim", *, model: ChatModel | str | None = None,
+def make_app(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec | str | None = None,
              cache: ReplayCache | str | None = None, max_sessions: int = 64, tasks: Sequence[Task | Mapping] = (),
              session_timeout: float | None = None, **make_env_kwargs: Any):
     """The FastAPI application of :func:`serve_env` (to mount or to run yourself).
 
     Raises:
-        KeyError / ValueError: unknown domain or backend, or a backend's model or cache
-            missing (before any session starts).
+        as :class:`~lwm.sim.backends.EnvFactory`: unknown domain or backend, or a backend's
+        model or cache missing (before any session starts).
     """
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.types import ConcurrencyConfig
 
-    model, _ = resolve_model(model)
-    check_arguments(domain, backend, model, cache)
     if isinstance(cache, str) or hasattr(cache, "__fspath__"):
         cache = ReplayCache(cache)  # one connection pool for every session
-    factory = functools.partial(WorldEnvironment, domain, backend, model=model, cache=cache,
-                                tasks=tuple(coerce_task(t) for t in tasks), **make_env_kwargs)
+    env = env_factory(domain, backend, model=model, cache=cache, **make_env_kwargs)
+    factory = functools.partial(WorldEnvironment, env, tuple(coerce_task(t) for t in tasks))
     app = create_app(factory, WorldAction, WorldObservation, env_name=f"lwm-{domain}",
                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                           session_timeout=session_timeout))

@@ -1,51 +1,19 @@
-"""Policies that play episodes: scripted, or an LLM agent behind any chat backend.
-
-A policy sees the task and the episode so far (a :class:`~lwm.schema.Trajectory`) and
-returns the next action text in the domain's format, or ``None`` to stop.
+"""An LLM agent behind any chat backend, as a policy (:class:`~lwm.envs.episode.Policy`:
+it sees the task and the episode so far and returns the next action text in the domain's
+format, or ``None`` to stop). Scripted policies are :class:`lwm.envs.episode.ScriptedPolicy`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Protocol, runtime_checkable
 
 from lwm.envs.base import Task
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import split_reasoning
 from lwm.schema import Trajectory
 from lwm.sim.loop import run_sync
-from lwm.suites import Episode
 
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n```\s*\Z", re.DOTALL)
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """An agent. ``name`` is recorded with every rollout."""
-
-    name: str
-
-    def act(self, task: Task, trajectory: Trajectory) -> str | None:
-        """The next action, or ``None`` when the agent stops."""
-        ...
-
-
-class ScriptedPolicy:
-    """Plays the bundled suite's actions for each task (by task name), then stops.
-
-    Args:
-        episodes: the episodes whose actions to play.
-    """
-
-    name = "scripted"
-
-    def __init__(self, episodes: list[Episode]) -> None:
-        self.actions = {e.task.name: e.actions for e in episodes}
-
-    def act(self, task: Task, trajectory: Trajectory) -> str | None:
-        actions = self.actions.get(task.name, ())
-        k = len(trajectory.turns)
-        return actions[k] if k < len(actions) else None
 
 
 AGENT_PROMPT = """\

@@ -13,19 +13,20 @@ runs on a local Ray instance or a cluster (``ray.init(address=...)`` first).
 
 from __future__ import annotations
 
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwm import domains
 from lwm.envs.base import Task
-from lwm.jsonl import JsonlAppender, check_run_settings, dumps, write_atomic
-from lwm.models import WORLD_MODEL, judge_for
-from lwm.progress import progress_bar
-from lwm.schema import Trajectory, read_trajectories, write_trajectories
-from lwm.suites import load_suite
+from lwm.envs.episode import Policy, ScriptedPolicy, play_episode
+from lwm.jobs import run_jobs
+from lwm.jsonl import check_run_settings, dumps, write_atomic
+from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.schema import Trajectory, write_trajectories
+from lwm.sim.backends import EnvFactory
+from lwm.sim.controls import Control
+from lwm.sim.policy import ChatPolicy
 
 
 @dataclass
@@ -94,74 +95,42 @@ class RolloutResult:
     seconds: float = 0.0
 
 
-_models: dict[tuple, Any] = {}
-_models_lock = threading.Lock()
-
-
-def _model(name: str, base_url: str | None, api_key: str):
-    """One instance per model and process, loaded once even when episodes start together
-    (llama.cpp's loader redirects the process's stdout/stderr while it runs: two at once
-    can leave them pointing at /dev/null)."""
-    from lwm.models import load_model
-
-    key = (name, base_url, api_key)
-    with _models_lock:
-        if key not in _models:
-            _models[key] = load_model(name, base_url=base_url, api_key=api_key)
-        return _models[key]
-
-
-def play(settings: dict[str, Any], task_data: dict[str, Any], episode_id: str,
-         api_key: str = "EMPTY") -> dict[str, Any]:
-    """Play one episode; returns the trajectory as JSON-ready data (what a Ray task returns).
-    ``settings`` are :meth:`RolloutConfig.settings` (the key travels apart: it is not recorded).
+def make_policy(name: str, domain: str, base_url: str | None = None, api_key: str = "EMPTY") -> Policy:
+    """The policy a rollout plays: ``scripted`` (the domain's suite's own actions, by task
+    name) or an LLM agent (:class:`~lwm.sim.policy.ChatPolicy`) on the model ``name`` (the
+    embedded one, or the one served at ``base_url``), loaded once per process.
 
     Raises:
-        whatever the environment, the policy or the world model raises.
+        as :func:`lwm.models.load_model` (a reference predictor's name included).
     """
-    from lwm.sim.backends import make_env
-    from lwm.sim.controls import Control
-    from lwm.sim.policy import ChatPolicy, ScriptedPolicy
-
-    s = settings
-    task = Task.from_dict(task_data)
-    if s["policy"] == "scripted":
-        policy = ScriptedPolicy(load_suite(s["domain"], extended=True))
-    else:
-        policy = ChatPolicy(_model(s["policy"], s["policy_base_url"], api_key))
-    kwargs: dict[str, Any] = {}
-    if s["backend"] in ("sim", "hybrid", "replay") and not (s["backend"] == "replay" and s["world_model"] == "real"):
-        kwargs["model"] = _model(s["world_model"], s["base_url"], api_key)
-    if s["backend"] in ("sim", "hybrid"):
-        kwargs["controls"] = tuple(Control.parse(c) for c in s["controls"])
-    if s["backend"] == "sim":
-        kwargs["max_turns"] = s["max_turns"]
-        if judge := judge_for(s["world_model"]):
-            kwargs["reward_model"] = _model(judge, None, api_key)
-    if s["backend"] == "hybrid":
-        kwargs["route"] = s["route"]
-    if s["backend"] == "replay" and s["world_model"] == "real":
-        kwargs["source"] = "real"
-    env = make_env(s["domain"], s["backend"], cache=s["cache"], **kwargs)
-    t0 = time.monotonic()
-    try:
-        env.reset(task)
-        for _ in range(s["max_turns"]):
-            action = policy.act(task, env.trajectory)
-            if action is None or env.step(action).done:
-                break
-        env.verify()
-        traj = env.trajectory.model_copy(deep=True)
-    finally:
-        env.close()
-    traj.id = episode_id
-    traj.metadata.update({"policy": policy.name, "backend": s["backend"], "task_spec": task.to_dict(),
-                          "seconds": round(time.monotonic() - t0, 3)})
-    return traj.model_dump(mode="json")
+    if name == "scripted":
+        return ScriptedPolicy(domains.get(domain).scripts(extended=True))
+    return ChatPolicy(ModelSpec(name, base_url=base_url, api_key=api_key).load())
 
 
-def _jobs(config: RolloutConfig) -> list[tuple[str, Task]]:
-    tasks = [e.task for e in load_suite(config.domain) if e.task.check or not config.verified_only]
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to play: picklable, so that a Ray worker can run it (``job()``)."""
+
+    factory: EnvFactory
+    policy: tuple[str, str | None, str]  # make_policy's (name, base_url, api_key); the domain is the factory's
+    task: Task
+    episode_id: str
+    max_turns: int
+
+    def __call__(self) -> dict[str, Any]:
+        policy = make_policy(self.policy[0], self.factory.domain, self.policy[1], self.policy[2])
+        traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns, episode_id=self.episode_id,
+                            metadata={"backend": self.factory.backend, "task_spec": self.task.to_dict()})
+        return traj.model_dump(mode="json")
+
+
+def _play(job: EpisodeJob) -> dict[str, Any]:
+    return job()
+
+
+def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:
+    tasks = [e.task for e in domains.get(config.domain).scripts() if e.task.check or not config.verified_only]
     group = max(1, config.group_size)
     out = []
     for i in range(config.episodes):
@@ -170,37 +139,43 @@ def _jobs(config: RolloutConfig) -> list[tuple[str, Task]]:
     return out
 
 
+def env_factory_for(config: RolloutConfig) -> EnvFactory:
+    """The environments a rollout plays in (checked here, once)."""
+    model = None
+    if config.backend in ("sim", "hybrid") or (config.backend == "replay" and config.world_model != "real"):
+        model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key)
+    return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
+                      controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
+                      source="real" if config.backend == "replay" and config.world_model == "real" else None,
+                      max_turns=config.max_turns)
+
+
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:
     """Play ``config.episodes`` episodes; write trajectories and a manifest (resumable).
 
     Raises:
-        KeyError: unknown domain.
-        ValueError: bad backend settings.
+        UnknownDomainError: unknown domain.
+        ValueError: bad backend settings, an unknown control, or a reference predictor's
+            name as a model.
+        ModelUnavailableError: the policy's or the world model's weights or server are missing.
         RunMismatchError: ``out`` holds a rollout with other settings.
     """
-
-    t0 = time.monotonic()
     out = Path(config.out)
+    factory = env_factory_for(config)
+    # Fail before any episode starts (a missing model file, a reference predictor's name …);
+    # the models are loaded once per process, so the episodes of this process share them.
+    make_policy(config.policy, config.domain, config.policy_base_url, config.api_key)
+    factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
     settings = config.settings()
     check_run_settings(out / "rollout.json", settings)
-    jobs = _jobs(config)
-    partial = out / "trajectories.partial.jsonl"
-    done: dict[str, Trajectory] = {}
-    if partial.exists():
-        done = {t.id: t for t in read_trajectories(partial, skip_truncated_tail=True)}
-    todo = [(eid, task) for eid, task in jobs if eid not in done]
-    failed: dict[str, str] = {}
-    with JsonlAppender(partial) as sink, progress_bar(f"rollout {config.domain}/{config.backend}", len(todo),
-                                                      show_progress) as advance:
-        for eid, result in _run(todo, settings, config):
-            if isinstance(result, BaseException):
-                failed[eid] = f"{type(result).__name__}: {result}"
-            else:
-                sink.append(result)
-                done[eid] = Trajectory.model_validate(result)
-            advance()
-    ordered = [done[eid] for eid, _ in jobs if eid in done]
+    tasks = _tasks(config)
+    policy = (config.policy, config.policy_base_url, config.api_key)
+    items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
+    report = run_jobs(items, _play, journal=out / "trajectories.partial.jsonl", concurrency=config.concurrency,
+                      description=f"rollout {config.domain}/{config.backend}", progress=show_progress,
+                      executor="ray" if config.ray else "threads")
+    ordered = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in tasks])]
     write_trajectories(out / "trajectories.jsonl", ordered)
     rewards = [t.reward for t in ordered if t.reward is not None]
     mean = round(sum(rewards) / len(rewards), 4) if rewards else None
@@ -209,35 +184,6 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     write_atomic(out / "manifest.json", dumps({
         **settings, "episodes_done": len(ordered), "rewarded": len(rewards), "mean_reward": mean,
         "steps": steps, "steps_per_second_per_env": round(steps / seconds, 3) if seconds else None,
-        "failed": failed}) + "\n")
-    return RolloutResult(out / "trajectories.jsonl", len(ordered), len(todo) - len(failed), mean, failed,
-                         time.monotonic() - t0)
-
-
-def _run(todo: list[tuple[str, Task]], settings: dict[str, Any], config: RolloutConfig):
-    """Yield ``(episode id, trajectory data or exception)`` as episodes finish."""
-    if config.ray:
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(num_cpus=config.concurrency, include_dashboard=False, log_to_driver=False)
-        remote = ray.remote(play)
-        pending = {remote.remote(settings, task.to_dict(), eid, config.api_key): eid for eid, task in todo}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            eid = pending.pop(ready[0])
-            try:
-                yield eid, ray.get(ready[0])
-            except Exception as e:  # a failed episode is counted, never fatal
-                yield eid, e
-        return
-    pool = ThreadPoolExecutor(max_workers=max(1, config.concurrency))
-    try:
-        futures = {pool.submit(play, settings, task.to_dict(), eid, config.api_key): eid for eid, task in todo}
-        for fut in as_completed(futures):
-            try:
-                yield futures[fut], fut.result()
-            except Exception as e:  # a failed episode is counted, never fatal
-                yield futures[fut], e
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        "failed": report.failures, "failures_by_reason": report.failures_by_reason()}) + "\n")
+    return RolloutResult(out / "trajectories.jsonl", len(ordered), report.ran - len(report.failures), mean,
+                         report.failures, report.seconds)

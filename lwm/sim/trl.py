@@ -17,9 +17,9 @@ section "How environment_factory works"):
 * An optional ``get_reward() -> float`` makes the environment own the reward (an extra
   reward column named after the class, weight 1; ``reward_funcs`` becomes optional).
 
-Here: one tool per domain taking one action in the domain's format (``run_keystrokes``
-for the terminal, ``run_sql`` for db, ``run_cell`` for code, … ``act`` otherwise), whose
-docstring carries the domain's action format; ``get_reward`` follows the reward rule of
+Here: one tool per domain taking one action in the domain's format, named and described
+by the domain's agent tool (:attr:`lwm.domains.Domain.tool`: ``run_keystrokes`` for the
+terminal, ``run_sql`` for db, ``run_cell`` for code …); ``get_reward`` follows the reward rule of
 :mod:`lwm.sim.adapter` and, when the policy stopped before ending the episode, asks for
 the verdict on the state reached. ``close`` is deliberately private (``_close``): any
 public method would become a tool.
@@ -34,43 +34,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from lwm import domains
 from lwm.envs.base import Task
+from lwm.models import ModelSpec
 from lwm.models.base import ChatModel
-from lwm.sim.adapter import Episode, coerce_task, resolve_model
-
-#: The tool's name per domain (``act`` for the others).
-TOOL_NAMES = {
-    "terminal": "run_keystrokes", "db": "run_sql", "code": "run_cell", "search": "call_search_tool",
-    "web": "browser_action", "swe": "call_tool", "os": "computer_action", "android": "phone_action",
-}
-
-
-def action_format(domain: str, max_chars: int = 1500) -> str:
-    """The domain's action format, from its module docstring (the paragraph starting
-    with "Action"), cut to ``max_chars``; a generic sentence when there is none."""
-    try:
-        doc = importlib.import_module(f"lwm.domains.{domain}").__doc__ or ""
-    except ImportError:
-        doc = ""
-    paragraphs = re.split(r"\n\s*\n", doc)
-    start = next((i for i, p in enumerate(paragraphs) if p.lstrip().startswith("Action")), None)
-    if start is None:
-        return f"one action in the {domain} environment's action format"
-    text = []
-    for p in paragraphs[start:]:
-        if p.lstrip().startswith("Observation") and text:
-            break
-        text.append(p.strip())
-    out = "\n\n".join(text)
-    out = re.sub(r"``([^`]*)``", r"`\1`", out)
-    out = re.sub(r":(?:data|func|class|mod):`~?([^`]*)`", r"`\1`", out)
-    return out if len(out) <= max_chars else out[: max_chars - 1].rstrip() + "…"
+from lwm.sim.adapter import Episode, coerce_task
+from lwm.sim.backends import EnvFactory, env_factory
 
 
 class WorldToolEnv:
@@ -84,9 +58,9 @@ class WorldToolEnv:
         episode: the underlying :class:`~lwm.sim.adapter.Episode`.
     """
 
-    def __init__(self, domain: str, backend: str = "sim", *, tasks: Sequence[Task | Mapping[str, Any]] = (),
-                 include_instruction: bool = True, **make_env_kwargs: Any) -> None:
-        self.episode = Episode(domain, backend, tasks=tasks, **make_env_kwargs)
+    def __init__(self, factory: EnvFactory, *, tasks: Sequence[Task | Mapping[str, Any]] = (),
+                 include_instruction: bool = True) -> None:
+        self.episode = Episode(factory, tasks=tasks)
         self.include_instruction = include_instruction
         self.reward = 0.0
         self.done = False
@@ -182,11 +156,16 @@ def _digest(text: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def tool_env_class(domain: str) -> type[WorldToolEnv]:
-    """The :class:`WorldToolEnv` subclass of ``domain``: its tool renamed (:data:`TOOL_NAMES`)
-    and documented with the domain's action format. One class per domain (TRL matches
-    environment-owned rewards by exact class)."""
-    name = TOOL_NAMES.get(domain, "act")
-    fmt = action_format(domain).replace("\n", "\n    ")
+    """The :class:`WorldToolEnv` subclass of ``domain``: its tool named and documented as the
+    domain's agent tool (:attr:`lwm.domains.Domain.tool`). One class per domain (TRL matches
+    environment-owned rewards by exact class).
+
+    Raises:
+        UnknownDomainError: no such domain.
+    """
+    spec = domains.get(domain).tool
+    name = spec.name
+    fmt = spec.description.replace("\n", "\n    ")
 
     def tool(self, action: str) -> str:
         return self._act(action)
@@ -206,7 +185,7 @@ def tool_env_class(domain: str) -> type[WorldToolEnv]:
     return cls
 
 
-def environment_factory(domain: str, backend: str = "sim", *, model: ChatModel | str | None = None,
+def environment_factory(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec | str | None = None,
                         tasks: Sequence[Task | Mapping[str, Any]] = (), include_instruction: bool = True,
                         **make_env_kwargs: Any) -> Callable[[], WorldToolEnv]:
     """A zero-argument callable making fresh, independent tool environments of ``domain``
@@ -215,27 +194,27 @@ def environment_factory(domain: str, backend: str = "sim", *, model: ChatModel |
     Args:
         domain: e.g. ``terminal``.
         backend: ``sim`` (default), ``real``, ``replay`` or ``hybrid``.
-        model: the world model, shared by every instance (a ``load_model`` spec such as
-            ``"embedded-warmup"`` is loaded once, here).
+        model: the world model, shared by every instance (a :class:`~lwm.models.ModelSpec` or a
+            name such as ``"embedded-warmup"`` is loaded once per process).
         tasks: the tasks rollouts play (see the module docstring).
         include_instruction: prepend ``Task: <instruction>`` to the initial observation when
             the prompt does not already contain the instruction.
-        make_env_kwargs: passed to :func:`lwm.sim.make_env` (``cache``, ``max_turns`` …).
+        make_env_kwargs: passed to :func:`lwm.sim.backends.env_factory` (``cache``,
+            ``max_turns`` …).
+
+    Raises:
+        as :class:`~lwm.sim.backends.EnvFactory` (checked here, once).
 
     Example:
         >>> factory = environment_factory("terminal", "sim", model=load_model("embedded-warmup"))  # doctest: +SKIP
         >>> trainer = GRPOTrainer(model=…, train_dataset=…, environment_factory=factory)  # doctest: +SKIP
     """
-    loaded, _ = resolve_model(model)
-    from lwm.sim.adapter import check_arguments
-
-    check_arguments(domain, backend, loaded, make_env_kwargs.get("cache"))
+    factory = env_factory(domain, backend, model=model, **make_env_kwargs)
     tasks = tuple(coerce_task(t) for t in tasks)
     cls = tool_env_class(domain)
 
     def make() -> WorldToolEnv:
-        return cls(domain, backend, model=loaded, tasks=tasks, include_instruction=include_instruction,
-                   **make_env_kwargs)
+        return cls(factory, tasks=tasks, include_instruction=include_instruction)
 
     make.__name__ = f"{cls.__name__}_factory"
     return make

@@ -1,36 +1,23 @@
 """Training: warm-up supervised fine-tuning of a world model (TRL + PEFT) and export to llama.cpp.
 
-Names are loaded on first use (PEP 562), so importing this package is instant and
-``python -m lwm.train.sft`` runs without a second copy of the module; heavy imports
-(torch, transformers, trl, peft, datasets) happen inside the functions.
+Importing this package is light; the heavy libraries (torch, transformers, trl, peft,
+datasets) are imported inside the functions that use them.
 
     from lwm.train import TrainConfig, train_sft, export_lora_gguf
     result = train_sft(TrainConfig(data="runs/ds", out="runs/sft", max_steps=60))
     export_lora_gguf(result.adapter_dir, "runs/sft/adapter.gguf")
 """
 
-from __future__ import annotations
+from lwm.train.export import ExportResult, export_lora_gguf
+from lwm.train.sft import (
+    TrainConfig,
+    TrainResult,
+    embedded_hf_dir,
+    load_sft_dataset,
+    load_trained_model,
+    to_prompt_completion,
+    train_sft,
+)
 
-import importlib
-from typing import Any
-
-_WHERE = {
-    "AdapterExportError": "lwm.train.export",
-    "ExportResult": "lwm.train.export",
-    "export_lora_gguf": "lwm.train.export",
-    "TrainConfig": "lwm.train.sft",
-    "TrainResult": "lwm.train.sft",
-    "embedded_hf_dir": "lwm.train.sft",
-    "load_sft_dataset": "lwm.train.sft",
-    "load_trained_model": "lwm.train.sft",
-    "to_prompt_completion": "lwm.train.sft",
-    "train_sft": "lwm.train.sft",
-}
-
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'lwm.train' has no attribute {name!r}")
+__all__ = ["ExportResult", "TrainConfig", "TrainResult", "embedded_hf_dir", "export_lora_gguf", "load_sft_dataset",
+           "load_trained_model", "to_prompt_completion", "train_sft"]

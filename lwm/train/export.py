@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lwm.errors import LwmError, ModelUnavailableError
+from lwm.errors import AdapterExportError, ModelUnavailableError
 from lwm.jsonl import atomic_path, read_json
 
 # Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
@@ -43,10 +43,6 @@ _ARCHS = {
     "Qwen2ForCausalLM": ("qwen2", False), "Qwen3ForCausalLM": ("qwen3", False),
 }
 _GGUF_PERMUTED = {"llama"}
-
-
-class AdapterExportError(LwmError, ValueError):
-    """The adapter cannot be expressed as a llama.cpp LoRA (the message says why)."""
 
 
 @dataclass

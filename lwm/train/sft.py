@@ -350,14 +350,14 @@ def embedded_hf_dir() -> Path:
 
     Dequantizing the bundled GGUF in transformers takes about 40 s on 2 cores (minutes on
     a busy machine); loading the saved folder takes about 1 s. The folder (about 540 MB)
-    lives in ``$LWM_HOME/models/`` (see ``lwm.envs.assets.lwm_home``) and is written
+    lives in ``$LWM_HOME/models/`` (see ``lwm.paths.lwm_home``) and is written
     atomically, so concurrent processes (several GPUs) never see half a folder.
 
     Raises:
         ModelUnavailableError: transformers, gguf or the embedded weights are missing.
     """
-    from lwm.envs.assets import lwm_home
     from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
+    from lwm.paths import lwm_home
 
     target = lwm_home() / "models" / f"{EMBEDDED_NAME}-hf-fp32"
     if (target / "config.json").exists():
@@ -644,9 +644,3 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
     if trainer.is_world_process_zero():
         _write_json(config.out / METRICS_FILE, {k: v for k, v in asdict(result).items() if k != "log_history"})
     return result
-
-
-if __name__ == "__main__":  # `python -m lwm.train.sft …` / `accelerate launch -m lwm.train.sft …`
-    from lwm.train.commands import sft_main
-
-    sft_main()

@@ -1,0 +1,298 @@
+"""The ``lwm`` command. Each command parses its flags into the settings of one library
+function, calls it through :func:`lwm.cli.common.call` (user errors: one line, exit 2;
+Ctrl-C: exit 130) and prints what it did. Flags take their help and defaults from the
+settings they fill (:func:`lwm.cli.common.option`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from lwm.cli.common import call, fail, note, option
+from lwm.data.collect import CollectConfig
+from lwm.eval.runner import EvalConfig
+from lwm.models import ModelSpec
+from lwm.models.base import SamplingParams
+from lwm.paths import run_dir
+from lwm.sim.rollout import RolloutConfig
+
+app = typer.Typer(
+    help="Language World Models: collect real transitions, predict them with a world model, score fidelity, "
+         "and use the world model as an environment.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: rich's tables truncate option help at 80 columns
+)
+
+PROGRESS = typer.Option(True, help="Show progress bars on stderr.")
+
+
+def _default_model(model: str | None, base_url: str | None, api_key: str, adapter: str | None = None) -> str:
+    from lwm.models import default_model
+
+    return model or call(default_model, base_url, api_key, adapter)
+
+
+@app.command()
+def collect(
+    domain: str = option(CollectConfig, "domain"),
+    out: Optional[Path] = option(CollectConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/data."),
+    episodes: Optional[int] = option(CollectConfig, "episodes", min=1),
+    extended: bool = option(CollectConfig, "extended"),
+    runs: int = option(CollectConfig, "runs", min=1),
+    workers: int = option(CollectConfig, "workers", min=1),
+    progress: bool = PROGRESS,
+) -> None:
+    """Play a domain's scripted episodes in its real sandboxed environment and write transitions."""
+    from lwm.data.collect import collect as run_collect
+
+    out = out or run_dir("data")
+    res = call(run_collect, CollectConfig(out=out, domain=domain, episodes=episodes, extended=extended, runs=runs,
+                                          workers=workers), show_progress=progress, resume=out)
+    if res.played == 0 and not res.failed:
+        note(f"nothing left to play: {res.trajectories} trajectories already in {out}")
+    else:
+        note(f"played {res.played} runs in {res.seconds:.1f}s; {res.trajectories} trajectories, "
+             f"{res.turns} real steps in all → {res.rows_path}")
+    if res.failed:
+        note(f"{len(res.failed)} runs failed, e.g. {next(iter(res.failed.values()))} (all in {out}/manifest.json)",
+             "yellow")
+        if res.trajectories == 0:
+            raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(
+    src: Path = typer.Argument(..., help="A log file or a directory of episodes."),
+    format: str = typer.Option(..., "--format", help="os (OSWorld-style desktop logs with accessibility trees) or "
+                               "android (AndroidWorld-style JSON)."),
+    out: Optional[Path] = typer.Option(None, help="Output directory (default: runs/<timestamp>/data)."),
+    strict: bool = typer.Option(False, help="Stop at the first malformed episode instead of skipping and counting it."),
+) -> None:
+    """Import agent logs of domains that have no real environment here (os, android)."""
+    from lwm.data.importers import NO_REAL_ENVIRONMENT, import_logs
+
+    out = out or run_dir("data")
+    note(f"note: {NO_REAL_ENVIRONMENT}", "yellow")
+    res = call(import_logs, format, src, out, strict=strict)
+    note(f"imported {res.trajectories} trajectories, {res.turns} turns, {res.rows} rows → {res.rows_path}")
+    if res.skipped or res.dropped_turns:
+        note(f"{len(res.skipped)} malformed episodes skipped, {len(res.dropped_turns)} final turns without a next "
+             f"observation dropped (see {res.manifest_path})", "yellow")
+
+
+@app.command()
+def setup(force: bool = typer.Option(False, help="Reinstall even what is already there.")) -> None:
+    """Install the tools the real environments need into $LWM_HOME: the npm MCP servers,
+    the sandbox's Python packages, the search index, the PostgreSQL template cluster.
+    Debian packages: `make system-deps`."""
+    from lwm import domains
+    from lwm.paths import lwm_home
+
+    note(f"installing into {lwm_home()} (set LWM_HOME to change)")
+    if call(domains.setup, force, report=note):
+        raise typer.Exit(1)
+
+
+@app.command("eval")
+def eval_(
+    data: Optional[Path] = option(EvalConfig, "data"),
+    out: Optional[Path] = option(EvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>."),
+    model: Optional[str] = option(ModelSpec, "name", "--model", default=None, help_suffix=(
+        "Also 'baseline:repeat-last' or 'baseline:trivial' (reference predictors without a model; not --baseline). "
+        "Default: the first model --base-url serves, else embedded-warmup (embedded with --adapter).")),
+    base_url: Optional[str] = option(ModelSpec, "base_url"),
+    api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
+    adapter: Optional[Path] = option(ModelSpec, "adapter", default=None),
+    domain: Optional[list[str]] = option(EvalConfig, "domains", "--domain", default=None,
+                                         help_suffix="Repeat the flag for several."),
+    limit: Optional[int] = option(EvalConfig, "limit", min=1),
+    episodes: Optional[int] = option(EvalConfig, "episodes", min=1),
+    concurrency: int = option(ModelSpec, "concurrency", min=1),
+    temperature: float = option(SamplingParams, "temperature", min=0.0),
+    top_p: float = option(SamplingParams, "top_p", min=0.0, max=1.0),
+    max_tokens: int = option(SamplingParams, "max_tokens", default=320, min=1, help_suffix=(
+        "Default 320: the longest real observation of the terminal, db, code and mcp suites is 273 tokens with "
+        "tags; raise it for reasoning models.")),
+    stop: Optional[list[str]] = option(SamplingParams, "stop", default=None, help_suffix=(
+        "Repeatable; default: the end of the answer tag and the start of a new turn.")),
+    seed: int = option(SamplingParams, "seed", default=0),
+    extra_body: Optional[str] = option(SamplingParams, "extra_body", default=None,
+                                       help_suffix="As JSON, e.g. '{\"top_k\": 20}'."),
+    max_prompt_tokens: int = option(EvalConfig, "max_prompt_tokens", min=64),
+    context_window: Optional[int] = option(ModelSpec, "context_window", min=256),
+    timeout: float = option(ModelSpec, "timeout", min=0.001),
+    judge_model: Optional[str] = option(ModelSpec, "name", "--judge-model", default=None,
+                                        help_suffix="(The judge's; giving one enables judging.)"),
+    judge_base_url: Optional[str] = option(ModelSpec, "base_url", "--judge-base-url",
+                                           help_suffix="(The judge's; default: --base-url.)"),
+    judge_api_key: Optional[str] = option(ModelSpec, "api_key", "--judge-api-key", default=None,
+                                          envvar="LWM_JUDGE_API_KEY", help_suffix="(The judge's.)"),
+    judge_mode: str = option(EvalConfig, "judge_mode"),
+    judge_max_tokens: int = option(SamplingParams, "max_tokens", "--judge-max-tokens", default=1024, min=1,
+                                   help_suffix="(The judge's. Default 1024.)"),
+    baseline: Optional[Path] = option(EvalConfig, "baseline"),
+    progress: bool = PROGRESS,
+) -> None:
+    """Predict every turn with a world model and score it against the real observation."""
+    from lwm.eval.report import print_summary
+    from lwm.eval.runner import run_eval
+    from lwm.parse import DEFAULT_STOP
+
+    if judge_mode not in ("score", "real", "closer"):
+        fail(ValueError(f"--judge-mode must be score, real or closer, not {judge_mode!r}"))
+    try:
+        body = json.loads(extra_body) if extra_body else {}
+    except json.JSONDecodeError as e:
+        fail(ValueError(f"--extra-body is not JSON: {e}"))
+    if not isinstance(body, dict):
+        fail(ValueError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'"))
+    out = out or run_dir()
+    sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
+                              stop=tuple(stop) if stop is not None else DEFAULT_STOP)
+    config = EvalConfig(out=out, data=data, domains=tuple(domain) if domain else None, limit=limit, episodes=episodes,
+                        sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
+                        baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens))
+    world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,
+                      concurrency, timeout, context_window, str(adapter) if adapter else None)
+    judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
+                      timeout) if judge_model else None
+    summary = call(run_eval, config, world, judge, show_progress=progress, resume=out)
+    print_summary(summary, Console())
+    note(f"wrote {out}/predictions.jsonl, summary.json, report.md")
+    if summary["failed"] == summary["rows"]:
+        note("every row failed; see 'errors' above and re-run the same command to retry them", "red")
+        raise typer.Exit(1)
+
+
+@app.command()
+def rollout(
+    domain: str = option(RolloutConfig, "domain"),
+    backend: str = option(RolloutConfig, "backend"),
+    episodes: int = option(RolloutConfig, "episodes", min=1),
+    group_size: int = option(RolloutConfig, "group_size", min=1),
+    policy: str = option(RolloutConfig, "policy"),
+    policy_base_url: Optional[str] = option(RolloutConfig, "policy_base_url"),
+    model: Optional[str] = option(RolloutConfig, "world_model", "--model", default=None, help_suffix=(
+        "Default: the first model --base-url serves, else embedded-warmup.")),
+    base_url: Optional[str] = option(RolloutConfig, "base_url"),
+    api_key: str = option(RolloutConfig, "api_key", envvar="LWM_API_KEY"),
+    cache: Optional[Path] = option(RolloutConfig, "cache"),
+    route: str = option(RolloutConfig, "route"),
+    control: Optional[list[str]] = option(RolloutConfig, "controls", "--control", default=None,
+                                          help_suffix="Repeat the flag for several."),
+    max_turns: int = option(RolloutConfig, "max_turns", min=1),
+    verified_only: bool = option(RolloutConfig, "verified_only"),
+    concurrency: int = option(RolloutConfig, "concurrency", min=1),
+    ray: bool = option(RolloutConfig, "ray", "--ray"),
+    out: Optional[Path] = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
+    progress: bool = PROGRESS,
+) -> None:
+    """Play episodes with a policy against a real, simulated, replayed or hybrid environment."""
+    from lwm.sim.rollout import rollout as run_rollout
+
+    out = out or run_dir("rollout")
+    config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
+                           policy=policy, policy_base_url=policy_base_url,
+                           world_model=_default_model(model, base_url, api_key), base_url=base_url,
+                           api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
+                           max_turns=max_turns, verified_only=verified_only, concurrency=concurrency, ray=ray)
+    res = call(run_rollout, config, show_progress=progress, resume=out)
+    reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
+    note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")
+    if res.failed:
+        note(f"{len(res.failed)} episodes failed, e.g. {next(iter(res.failed.values()))} (see {out}/manifest.json)",
+             "yellow")
+        if res.episodes == 0:
+            raise typer.Exit(1)
+
+
+@app.command()
+def wm2real(
+    trajectories: Path = typer.Argument(..., help="trajectories.jsonl of simulated episodes (lwm rollout)."),
+    out: Optional[Path] = typer.Option(None, help="Report directory (default: runs/<timestamp>/wm2real). Re-run "
+                                       "with the same directory to resume."),
+    concurrency: int = typer.Option(1, min=1, help="Trajectories replayed at once, each in its own sandbox."),
+    progress: bool = PROGRESS,
+) -> None:
+    """Replay simulated episodes in the real environment: divergence per step and by depth,
+    reward agreement, false successes."""
+    from lwm.eval.wm2real import to_markdown
+    from lwm.eval.wm2real import wm2real as run_wm2real
+
+    out = out or run_dir("wm2real")
+    res = call(run_wm2real, trajectories, out, concurrency=concurrency, show_progress=progress, resume=out)
+    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    if res.summary["failed"]:
+        note(f"{len(res.summary['failed'])} trajectories could not be replayed (see {out}/summary.json)", "yellow")
+        if res.summary["trajectories"] == 0:
+            raise typer.Exit(1)
+
+
+serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,
+                        rich_markup_mode=None)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.command("env")
+def serve_env(
+    domain: str = typer.Option("terminal", help="Domain of the environment."),
+    backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="Port."),
+    model: Optional[str] = option(ModelSpec, "name", "--model", default=None, help_suffix=(
+        "(The world model of sim and hybrid. Default: the first model --base-url serves, else embedded-warmup.)")),
+    base_url: Optional[str] = option(ModelSpec, "base_url"),
+    api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
+    cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
+    max_sessions: int = typer.Option(64, min=1, help="Concurrent sessions at most."),
+    max_turns: int = typer.Option(50, min=1, help="Turns per simulated episode at most."),
+    suite: bool = typer.Option(True, help="Offer the domain's bundled suite as the tasks reset() picks from."),
+) -> None:
+    """Serve an environment (any domain, any backend) as an OpenEnv server: sessions over
+    the WebSocket /ws, each with its own isolated environment."""
+    from lwm import domains
+    from lwm.sim.openenv_server import serve_env as run_server
+
+    def serve() -> None:
+        tasks = [s.task for s in domains.get(domain).scripts()] if suite else []
+        world = ModelSpec(_default_model(model, base_url, api_key), base_url, api_key)
+        run_server(domain, backend, host, port, model=world if backend in ("sim", "hybrid") else None,
+                   cache=str(cache) if cache else None, max_sessions=max_sessions, tasks=tasks,
+                   max_turns=max_turns)
+
+    call(serve)
+
+
+@serve_app.command("model")
+@app.command("serve-model")
+def serve_model(
+    host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, help="Port."),
+    model_path: Optional[Path] = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
+    name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name, "
+                                       "+<adapter file stem> with --adapter)."),
+    n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
+    threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
+    prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
+    adapter: Optional[str] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export), or 'warmup' "
+                                          "for the shipped warm-up world model (default: the base model)."),
+) -> None:
+    """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
+    from lwm.models.server import serve
+
+    call(serve, host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
+         prompt_cache_bytes=prompt_cache_mb << 20, adapter=adapter)
+
+
+from lwm.cli.data import data_app  # noqa: E402  (sub-apps after the top-level commands: the help lists them last)
+from lwm.cli.train import train_app  # noqa: E402
+
+app.add_typer(data_app, name="data")
+app.add_typer(train_app, name="train")

@@ -1,0 +1,75 @@
+"""``lwm data``: build training datasets from trajectories and annotate them with reasoning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from lwm.cli.common import call, note, option
+from lwm.data.annotate import AnnotateConfig
+from lwm.data.build import BuildConfig
+
+data_app = typer.Typer(
+    help="Training data: build next-observation datasets from trajectories; annotate them with teacher reasoning.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+)
+
+
+@data_app.command("build")
+def build_cmd(
+    sources: List[Path] = option(BuildConfig, "sources", "--from", help_suffix="Repeat, or list more paths after "
+                                 "the options."),
+    more: Optional[List[Path]] = typer.Argument(None, help="More sources (same as --from).", show_default=False),
+    out: Path = option(BuildConfig, "out"),
+    max_tokens: int = option(BuildConfig, "max_tokens", min=16),
+    tokenizer: str = option(BuildConfig, "tokenizer"),
+    val_fraction: float = option(BuildConfig, "val_fraction", min=0.0, max=1.0),
+    seed: int = option(BuildConfig, "seed"),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Turn trajectories into next-observation training examples (one template, all domains)."""
+    from lwm.data.build import build
+
+    config = BuildConfig(sources=list(sources) + list(more or []), out=out, max_tokens=max_tokens,
+                         tokenizer=tokenizer, val_fraction=val_fraction, seed=seed)
+    res = call(build, config, show_progress=progress)
+    c = res.manifest["counts"]
+    note(f"{c['train']} train + {c['validation']} validation examples "
+         f"({len(res.manifest['splits']['train']['families'])} + "
+         f"{len(res.manifest['splits']['validation']['families'])} families) in {res.seconds:.1f}s → {out}; "
+         f"{c['duplicates']} duplicates, {sum(c['skipped'].values())} over budget, {c['later_run_trajectories']} "
+         f"later-run trajectories left out, {c['examples_with_dropped_turns']} examples with dropped history")
+
+
+@data_app.command("annotate")
+def annotate_cmd(
+    data: Path = option(AnnotateConfig, "data"),
+    out: Path = option(AnnotateConfig, "out"),
+    base_url: str = option(AnnotateConfig, "base_url"),
+    model: Optional[str] = option(AnnotateConfig, "model"),
+    api_key: str = option(AnnotateConfig, "api_key", envvar="LWM_API_KEY"),
+    max_examples: Optional[int] = option(AnnotateConfig, "max_examples", min=0),
+    max_tokens: Optional[int] = option(AnnotateConfig, "max_total_tokens", "--max-tokens", min=1),
+    trace_tokens: int = option(AnnotateConfig, "trace_tokens", min=16),
+    concurrency: int = option(AnnotateConfig, "concurrency", min=1),
+    leak_threshold: float = option(AnnotateConfig, "leak_threshold", min=0.0, max=1.0),
+    verify: bool = option(AnnotateConfig, "verify"),
+    verify_threshold: float = option(AnnotateConfig, "verify_threshold", min=0.0, max=1.0),
+    split: List[str] = option(AnnotateConfig, "splits", "--split", default=["train", "validation"],
+                              help_suffix="Repeat the flag for several."),
+    drop_rejected: bool = option(AnnotateConfig, "drop_rejected"),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Have a teacher LLM write the reasoning behind each real next observation."""
+    from lwm.data.annotate import annotate
+
+    config = AnnotateConfig(data=data, out=out, base_url=base_url, model=model, api_key=api_key,
+                            max_examples=max_examples, max_total_tokens=max_tokens, trace_tokens=trace_tokens,
+                            concurrency=concurrency, leak_threshold=leak_threshold, verify=verify,
+                            verify_threshold=verify_threshold, splits=tuple(split), drop_rejected=drop_rejected)
+    res = call(annotate, config, show_progress=progress, resume=out)
+    rejected = ", ".join(f"{k} {v}" for k, v in res.rejected.items()) or "none"
+    note(f"{res.accepted}/{res.attempted} traces accepted (rejected: {rejected}); {res.tokens} teacher tokens; "
+         f"{res.seconds:.1f}s → {out}")

@@ -1,0 +1,90 @@
+"""``lwm train``: warm-up SFT of a world model (TRL + PEFT LoRA) and export of its adapter to
+llama.cpp. On GPUs, ``accelerate launch … -m lwm.cli train sft …`` runs the same command
+(docs/training.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from lwm.cli.common import call, note, option
+from lwm.train.export import export_lora_gguf
+from lwm.train.sft import TrainConfig
+
+train_app = typer.Typer(help="Train a world model: warm-up SFT (TRL + PEFT LoRA) and export to llama.cpp.",
+                        no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                        rich_markup_mode=None)
+
+
+@train_app.command("sft")
+def sft(
+    data: Path = option(TrainConfig, "data"),
+    out: Path = option(TrainConfig, "out"),
+    model: str = option(TrainConfig, "model"),
+    lora: bool = option(TrainConfig, "lora", "--lora/--full"),
+    lora_r: int = option(TrainConfig, "lora_r", min=1),
+    lora_alpha: Optional[float] = option(TrainConfig, "lora_alpha", min=0.0),
+    lora_dropout: float = option(TrainConfig, "lora_dropout", min=0.0, max=0.99),
+    target_modules: str = option(TrainConfig, "target_modules", default=",".join(TrainConfig.target_modules),
+                                 help_suffix="Comma-separated."),
+    epochs: float = option(TrainConfig, "epochs", min=0.0),
+    max_steps: Optional[int] = option(TrainConfig, "max_steps", min=1),
+    lr: Optional[float] = option(TrainConfig, "lr", min=0.0),
+    batch_size: int = option(TrainConfig, "batch_size", min=1),
+    grad_accum: int = option(TrainConfig, "grad_accum", min=1),
+    max_length: int = option(TrainConfig, "max_length", min=16),
+    eval_steps: Optional[int] = option(TrainConfig, "eval_steps", min=1),
+    save_steps: int = option(TrainConfig, "save_steps", min=1),
+    save_total_limit: int = option(TrainConfig, "save_total_limit", min=1),
+    logging_steps: int = option(TrainConfig, "logging_steps", min=1),
+    warmup: float = option(TrainConfig, "warmup", min=0.0),
+    seed: int = option(TrainConfig, "seed"),
+    resume: bool = option(TrainConfig, "resume"),
+    eval_on_start: bool = option(TrainConfig, "eval_on_start"),
+    bf16: Optional[bool] = option(TrainConfig, "bf16", "--bf16/--no-bf16"),
+    gradient_checkpointing: Optional[bool] = option(TrainConfig, "gradient_checkpointing",
+                                                    "--gradient-checkpointing/--no-gradient-checkpointing"),
+    progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
+) -> None:
+    """Warm-up SFT: TRL SFTTrainer (+ PEFT LoRA), loss on the completion only, checkpoints, resume."""
+    from lwm.train.sft import train_sft
+
+    def run():
+        config = TrainConfig(
+            data=data, out=out, model=model, lora=lora, lora_r=lora_r, lora_alpha=lora_alpha,
+            lora_dropout=lora_dropout, target_modules=tuple(t.strip() for t in target_modules.split(",") if t.strip()),
+            epochs=epochs, max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
+            max_length=max_length, eval_steps=eval_steps, save_steps=save_steps, save_total_limit=save_total_limit,
+            logging_steps=logging_steps, warmup=warmup, seed=seed, resume=resume, eval_on_start=eval_on_start,
+            bf16=bf16, gradient_checkpointing=gradient_checkpointing)
+        return train_sft(config, show_progress=progress)
+
+    res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")
+    if res.resumed_from:
+        note(f"resumed from {res.resumed_from.name}")
+    elif resume:
+        note(f"no checkpoint in {out}: started from scratch")
+    dropped = {k: v for k, v in res.dropped_too_long.items() if v}
+    if dropped:
+        note(f"dropped examples longer than {max_length} tokens: {dropped}", "yellow")
+    evals = f", validation loss {res.eval_loss:.4f}" if res.eval_loss is not None else " (no validation split)"
+    if res.eval_loss_start is not None:
+        evals += f" (before training {res.eval_loss_start:.4f})"
+    note(f"{res.steps} steps on {res.train_examples} examples: train loss {res.train_loss:.4f}{evals}; "
+         f"{res.train_tokens} tokens in {res.seconds:.0f}s ({res.tokens_per_second:.0f} tokens/s)")
+    note(f"wrote {res.output_dir} and {out}/metrics.json")
+
+
+@train_app.command("export")
+def export(
+    adapter: Path = option(export_lora_gguf, "adapter"),
+    out: Path = option(export_lora_gguf, "out"),
+    base: Optional[str] = option(export_lora_gguf, "base"),
+    dtype: str = option(export_lora_gguf, "dtype"),
+) -> None:
+    """Convert a LoRA adapter to GGUF for llama.cpp (`lwm eval --adapter` / `Llama(lora_path=…)`)."""
+    res = call(export_lora_gguf, adapter, out, base=base, dtype=dtype)
+    note(f"wrote {res.path}: {res.tensors} tensors, rank {res.rank}, alpha {res.alpha:g}, "
+         f"architecture {res.architecture}, {res.bytes / 2**20:.1f} MiB")

@@ -1,0 +1,143 @@
+"""What a domain is: one typed spec (:class:`Domain`) holding everything ``lwm`` knows about it.
+
+A domain's folder (``lwm/domains/<name>/``) builds its spec in ``__init__.py`` from its
+modules: ``spec.py`` (world-model system prompt, action parser and format, comparator,
+reference guess), ``env.py`` (the real environment), ``controller.py`` (what runs inside
+the sandbox), ``suite.py`` (scripted episodes). Heavy modules (the environment, the
+suite) are imported only when used, through the small functions the spec holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from lwm.errors import NoRealEnvironmentError
+
+if TYPE_CHECKING:
+    from lwm.envs.base import RealEnvironment
+    from lwm.envs.episode import Script
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """The tool an agent (a policy) calls to act in the domain: one action in its format.
+
+    Attributes:
+        name: the tool's name (``run_keystrokes``, ``run_sql`` …): a Python identifier.
+        description: what the agent reads: what the tool does and the action format, with
+            an example.
+        argument: the name of the tool's one string argument (the action text).
+    """
+
+    name: str
+    description: str
+    argument: str = "action"
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as an OpenAI-style function definition (``{"type": "function", …}``):
+        one required string argument, the action."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": {"type": "object", "required": [self.argument], "properties": {
+                self.argument: {"type": "string", "description": "the action, in the format described above"}}}}}
+
+
+@dataclass(frozen=True)
+class Asset:
+    """A tool a domain's real environment needs, installed by ``lwm setup`` into ``$LWM_HOME``.
+
+    Attributes:
+        what: what it is (one line).
+        install: ``install(force) -> path``; idempotent unless ``force``; raises
+            :class:`~lwm.errors.AssetMissingError` (or ``OSError``) on failure.
+    """
+
+    what: str
+    install: Callable[[bool], Path]
+
+
+def _never(action: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Everything ``lwm`` knows about one domain.
+
+    Attributes:
+        name: e.g. ``terminal``.
+        description: one line: the real environment and the shape of its actions.
+        system_prompt: ``system_prompt(**settings) -> str``, the world-model system prompt
+            (settings are the domain's: terminal size, database engine, tool list …).
+        parse_action: ``parse_action(text)`` checks an action and returns its parsed form;
+            raises :class:`~lwm.errors.ActionFormatError`.
+        action_format: the action format in a few lines (for people and prompts).
+        action_lang: the info string of the fence around actions in AgentWorldBench rows.
+        tool: the tool an agent calls to act.
+        canonical: the deterministic comparator's normal form of an observation
+            (``None``: compared as text).
+        rubric: the judge's system prompt for scoring this domain's observations.
+        ends_episode: whether an action is the agent's "done" (e.g. the terminal's ``[]``).
+        trivial_observation: ``(action, previous, system) -> observation``, the reference
+            guess of ``lwm eval --model baseline:trivial`` (``None``: the empty guess).
+        environment: ``environment(**options) -> RealEnvironment``, a fresh real
+            environment (``None`` when the domain is import only).
+        import_only: why there is no real environment here (``None`` when there is one).
+        suite: ``suite()`` returns the domain's suite module (``suite.py``: ``SCRIPTS``, its
+            scripted episodes, and ``EXTENDED``, the names of those beyond the core suite).
+        assets: what ``lwm setup`` installs for the real environment.
+    """
+
+    name: str
+    description: str
+    system_prompt: Callable[..., str]
+    parse_action: Callable[[str], Any]
+    action_format: str
+    tool: AgentTool
+    action_lang: str = "json"
+    canonical: Callable[[str], str] | None = None
+    rubric: str = ""
+    ends_episode: Callable[[str], bool] = _never
+    trivial_observation: Callable[[str, str, str], str] | None = None
+    environment: Callable[..., RealEnvironment] | None = None
+    import_only: str | None = None
+    suite: Callable[[], ModuleType] | None = None
+    assets: tuple[Asset, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if (self.environment is None) == (self.import_only is None):
+            raise ValueError(f"domain {self.name!r}: give exactly one of environment and import_only")
+        if not self.tool.name.isidentifier():
+            raise ValueError(f"domain {self.name!r}: tool name {self.tool.name!r} is not an identifier")
+
+    @property
+    def runnable(self) -> bool:
+        """Whether the domain has a real environment here."""
+        return self.environment is not None
+
+    def make_env(self, **options: Any) -> RealEnvironment:
+        """A fresh real environment (keyword arguments go to its class).
+
+        Raises:
+            NoRealEnvironmentError: the domain is import only (the message says why).
+        """
+        if self.environment is None:
+            raise NoRealEnvironmentError(f"no real environment for domain {self.name!r} ({self.import_only}; "
+                                         "use `lwm import`)")
+        return self.environment(**options)
+
+    def scripts(self, extended: bool = False) -> list[Script]:
+        """The bundled scripted episodes (``extended``: also those beyond the core suite).
+
+        Raises:
+            NoRealEnvironmentError: the domain has no suite (import only).
+        """
+        if self.suite is None:
+            raise NoRealEnvironmentError(f"no bundled suite for domain {self.name!r} ({self.import_only}; "
+                                         "use `lwm import`)")
+        suite = self.suite()
+        return [s for s in suite.SCRIPTS if extended or s.task.name not in suite.EXTENDED]

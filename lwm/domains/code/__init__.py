@@ -1,0 +1,40 @@
+"""The code domain: a persistent Python interpreter in the sandbox; actions are cells."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Domain
+from lwm.domains.code import spec
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.code.env import CodeEnv
+
+    return CodeEnv(**options)
+
+
+def _suite():
+    from lwm.domains.code import suite
+
+    return suite
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="a persistent Python 3.11 interpreter; actions are cells, observations stdout, stderr, Out[n]",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    action_lang=spec.ACTION_LANG,
+    tool=AgentTool("run_cell", (
+        "Run a cell of Python source in a persistent interpreter (working directory /app) and return its "
+        "stdout, stderr and the value of a final expression (Out[n]). Plain Python, no Markdown. "
+        "Example: print(sum(range(10)))")),
+    canonical=spec.canonical,
+    rubric=rubrics.GENERIC,
+    trivial_observation=spec.trivial_observation,
+    environment=_environment,
+    suite=_suite,
+)

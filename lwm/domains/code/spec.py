@@ -1,0 +1,181 @@
+"""The code domain: a persistent Python interpreter with notebook-like cells.
+
+Action format: :data:`ACTION_FORMAT`.
+
+Observation: the blocks below, in this order, each present only when non-empty, joined
+by a newline; ``(no output)`` when there are none::
+
+    [stdout]
+    <what the cell wrote to standard output>
+    [stderr]
+    <what it wrote to standard error>
+    Out[<n>]: <repr of the last expression's value>
+    [error]
+    <CPython's traceback; the cell's code shows as File "<cell n>", line k>
+    [interrupted] ...   or   [restarted] ...   (time limit, crash; see NOTICES)
+
+``n`` is the execution count: 1 for the first cell after a (re)start, +1 for every cell
+(erroring cells included), as IPython's ``In[n]``. Stream texts lose one trailing
+newline. Each block is cut at ``limit`` characters (4000 by default) and then ends with
+the line ``[... truncated: showing <limit> of <total> characters]``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lwm.errors import ActionFormatError
+
+#: The action format, for people and prompts (the agent's tool description is shorter).
+ACTION_FORMAT = """\
+Action: Python source, one cell (plain text, no JSON, no Markdown fence). It runs in one
+persistent namespace, like a Jupyter cell: if the cell's last statement is an
+expression, its value is shown as ``Out[n]: repr(value)`` (and stored in ``_``) unless
+it is ``None``. There are no IPython magics (``%time``, ``!ls`` are syntax errors) and a
+trailing ``;`` does not hide the value.
+"""
+NAME = "code"
+ACTION_LANG = "python"  # the fence of actions in AgentWorldBench rows
+#: Largest cell accepted, in characters.
+MAX_CELL_CHARS = 65_536
+#: Characters kept of each block (stdout, stderr, Out, error) by default.
+OUTPUT_LIMIT = 4000
+EMPTY = "(no output)"
+
+NOTICES = {
+    "interrupted": "[interrupted] the cell ran past the {timeout:g} s time limit and was interrupted "
+                   "(KeyboardInterrupt); variables are kept",
+    "restarted": "[restarted] the cell ran past the {timeout:g} s time limit and ignored the interrupt: "
+                 "the interpreter was killed and restarted; all variables are lost (files are kept)",
+    "died": "[restarted] the interpreter exited ({how}) and was restarted; all variables are lost "
+            "(files are kept)",
+}
+
+SYSTEM_PROMPT = """\
+You are a Python Interpreter World Model: you simulate a persistent Python {version} \
+interpreter that runs notebook cells, exactly as it would answer.
+
+Environment: CPython {version} (standard library only; no third-party packages) on Debian \
+Linux, running as root in /app (home /root); the process has no network access. Files \
+written under /app persist across cells. Standard input is empty: input() raises EOFError.
+
+Each turn you receive the agent's action: the Python source of one cell. It runs in one \
+persistent namespace (variables, functions, classes and imports carry over between cells). \
+If the cell's last statement is an expression whose value is not None, its repr is shown \
+as `Out[n]: ...` and stored in `_`. Cells are numbered 1, 2, 3 … (every cell counts, \
+failing ones too); the current cell's code appears in tracebacks as `File "<cell n>", \
+line k`. There are no IPython magics: `%time` or `!ls` are syntax errors. A cell may run \
+at most {timeout:g} seconds: then it is interrupted with KeyboardInterrupt (variables kept); \
+if it ignores the interrupt, the interpreter is killed and restarted (variables lost, \
+numbering starts again at 1).
+
+Observation format: these blocks, in this order, each only if non-empty, joined by newlines; \
+exactly `(no output)` if there are none:
+[stdout]
+<standard output, without its final newline>
+[stderr]
+<standard error, without its final newline>
+Out[n]: <repr of the last expression's value>
+[error]
+<CPython's traceback text; a syntax error shows only the File/line, caret and error lines>
+[interrupted] the cell ran past the {timeout:g} s time limit and was interrupted (KeyboardInterrupt); \
+variables are kept
+[restarted] the cell ran past the {timeout:g} s time limit and ignored the interrupt: the interpreter was \
+killed and restarted; all variables are lost (files are kept)
+[restarted] the interpreter exited (exit code <k> | killed by signal <k> (<NAME>)) and was restarted; \
+all variables are lost (files are kept)
+(sys.exit() and SystemExit do not end the interpreter: they show as a traceback like any exception.)
+A block longer than {limit} characters is cut there and followed by a line \
+`[... truncated: showing {limit} of <total> characters]`.
+
+Predict the observation exactly, keeping the interpreter's state (variables, definitions, \
+files, the cell number) consistent with the history. Write brief reasoning, then the \
+observation inside <predicted_observation></predicted_observation>.\
+"""
+
+
+def system_prompt(timeout: float = 10.0, limit: int = OUTPUT_LIMIT, version: str = "3.11") -> str:
+    """The world-model system prompt of an interpreter with this time limit (seconds) and
+    block limit (characters)."""
+    return SYSTEM_PROMPT.format(timeout=timeout, limit=limit, version=version)
+
+
+def parse_action(text: Any) -> str:
+    """Check a code action and return the cell's source.
+
+    Any text is a cell (syntax errors are the interpreter's to report), within bounds.
+
+    Raises:
+        ActionFormatError: not a string, longer than :data:`MAX_CELL_CHARS`, or holding
+            characters that cannot be encoded in UTF-8 (lone surrogates).
+    """
+    if not isinstance(text, str):
+        raise ActionFormatError(NAME, repr(text), f"a cell is Python source text, not {type(text).__name__}")
+    if len(text) > MAX_CELL_CHARS:
+        raise ActionFormatError(NAME, text, f"cell of {len(text)} characters; at most {MAX_CELL_CHARS}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ActionFormatError(NAME, text, "the cell holds characters that cannot be encoded in UTF-8") from None
+    return text
+
+
+def truncate(text: str, total: int, limit: int = OUTPUT_LIMIT) -> str:
+    """``text`` (already at most ``limit`` characters of a ``total``-character output)
+    with the truncation marker when something was cut."""
+    if total <= limit:
+        return text
+    return f"{text[:limit]}\n[... truncated: showing {limit} of {total} characters]"
+
+
+def format_observation(reply: dict[str, Any], timeout: float, limit: int = OUTPUT_LIMIT) -> str:
+    """The observation text of one cell from the in-sandbox controller's reply (see
+    ``lwm/domains/code/controller.py`` for its fields)."""
+    blocks = []
+    for stream in ("stdout", "stderr"):
+        text = reply.get(stream) or ""
+        total = int(reply.get(f"{stream}_total") or 0)
+        if text.endswith("\n") and total == len(text):
+            text, total = text[:-1], total - 1
+        if text or total:
+            blocks.append(f"[{stream}]\n{truncate(text, total, limit)}")
+    if reply.get("value") is not None:
+        blocks.append(f"Out[{reply['n']}]: {reply['value']}")
+    if reply.get("error") is not None:
+        blocks.append(f"[error]\n{reply['error']}")
+    status = reply.get("status")
+    if status in NOTICES:
+        blocks.append(NOTICES[status].format(timeout=timeout, how=exit_description(reply.get("exit"))))
+    return "\n".join(blocks) if blocks else EMPTY
+
+
+def exit_description(code: int | None) -> str:
+    """``exit code 3`` / ``killed by signal 9 (SIGKILL)`` / ``exit status unknown``."""
+    import signal
+
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+>")
+
+
+def canonical(observation: str) -> str:
+    """Normal form for the deterministic comparator: trailing spaces removed from every
+    line and object addresses in default reprs (``<object at 0x7f…>``) replaced by
+    ``at 0x?>``, since they differ from run to run."""
+    lines = [line.rstrip() for line in observation.strip("\n").split("\n")]
+    return _ADDRESS.sub("at 0x?>", "\n".join(lines))
+
+
+def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
+    """The domain-aware trivial guess (a baseline, not a world model): most cells
+    (assignments, definitions, imports) print nothing."""
+    return EMPTY

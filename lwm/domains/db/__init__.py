@@ -1,0 +1,46 @@
+"""The database domain: SQL typed into a real ``sqlite3`` or ``psql`` client in the sandbox."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains.db import spec
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.db.env import DbEnv
+
+    return DbEnv(**options)
+
+
+def _suite():
+    from lwm.domains.db import suite
+
+    return suite
+
+
+def _postgres_template(force: bool):
+    from lwm.domains.db.env import postgres_template
+
+    return postgres_template()
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="sqlite3 and psql (PostgreSQL 15) sessions; actions are SQL, observations what the client prints",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    action_lang=spec.ACTION_LANG,
+    tool=AgentTool("run_sql", (
+        "Type SQL (statements ending in ';', or client meta-commands such as .tables) into the database "
+        "client and return what it prints. Example: SELECT name FROM customers WHERE city = 'London';")),
+    canonical=spec.canonical,
+    rubric=rubrics.GENERIC,
+    trivial_observation=spec.trivial_observation,
+    environment=_environment,
+    suite=_suite,
+    assets=(Asset("PostgreSQL template cluster", _postgres_template),),
+)

@@ -1,0 +1,42 @@
+"""The filesystem domain: the reference MCP filesystem server on ``/app`` in the sandbox."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains.fs import spec
+from lwm.domains.mcp.spec import canonical
+from lwm.envs.assets import install_node_packages
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.fs.env import FsEnv
+
+    return FsEnv(**options)
+
+
+def _suite():
+    from lwm.domains.fs import suite
+
+    return suite
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="the reference MCP filesystem server on /app; actions are tool calls, observations tool results",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    tool=AgentTool("call_tool", (
+        'Call a filesystem tool (files live under /app) and return its result. The action is a JSON object '
+        '{"name": tool, "arguments": {...}} with tools such as read_text_file {path}, write_file {path, content}, '
+        'list_directory {path}, move_file {source, destination}, search_files {path, pattern}. '
+        'Example: {"name": "write_file", "arguments": {"path": "/app/a.txt", "content": "hi"}}')),
+    canonical=canonical,
+    rubric=rubrics.GENERIC,
+    environment=_environment,
+    suite=_suite,
+    assets=(Asset("npm MCP servers", install_node_packages),),
+)

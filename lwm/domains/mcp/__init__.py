@@ -1,0 +1,41 @@
+"""The mcp domain: MCP servers over stdio in the sandbox (SQLite, knowledge-graph memory, tickets)."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains.mcp import spec
+from lwm.envs.assets import install_node_packages, install_sandbox_python
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.mcp.env import McpEnv
+
+    return McpEnv(**options)
+
+
+def _suite():
+    from lwm.domains.mcp import suite
+
+    return suite
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="MCP servers over stdio (SQLite, memory, tickets); actions are tool calls, observations results",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    tool=AgentTool("call_tool", (
+        'Call one of the server\'s tools and return its result. The action is a JSON object '
+        '{"name": tool, "arguments": {...}} using a tool listed in the task. '
+        'Example: {"name": "list_tickets", "arguments": {"status": "open"}}')),
+    canonical=spec.canonical,
+    rubric=rubrics.MCP,
+    environment=_environment,
+    suite=_suite,
+    assets=(Asset("npm MCP servers", install_node_packages),
+            Asset("Python packages for the sandbox", install_sandbox_python)),
+)

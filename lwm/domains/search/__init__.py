@@ -1,0 +1,45 @@
+"""The search domain: a real search engine (SQLite FTS5) over Debian's Python documentation."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains.search import spec
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.search.env import SearchEnv
+
+    return SearchEnv(**options)
+
+
+def _suite():
+    from lwm.domains.search import suite
+
+    return suite
+
+
+def _index(force: bool):
+    from lwm.domains.search.index import build_index
+
+    return build_index(force=force)
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="web_search / web_extractor over an offline corpus (Python docs); observations results and pages",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    tool=AgentTool("call_search_tool", (
+        'Search the documentation or read a page, and return the results. The action is a JSON object: '
+        '{"name": "web_search", "arguments": {"query": ["words to search"]}} or '
+        '{"name": "web_extractor", "arguments": {"url": "https://docs.python.org/3.11/...", "goal": "what to find"}}')),
+    canonical=spec.canonical,
+    rubric=rubrics.SEARCH,
+    environment=_environment,
+    suite=_suite,
+    assets=(Asset("search index of the Python documentation", _index),),
+)

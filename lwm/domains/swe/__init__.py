@@ -1,0 +1,38 @@
+"""The swe domain: a git repository in the sandbox behind a coding agent's tools."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Domain
+from lwm.domains.swe import spec
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.swe.env import SweEnv
+
+    return SweEnv(**options)
+
+
+def _suite():
+    from lwm.domains.swe import suite
+
+    return suite
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="a git repository with read/edit/write/bash/grep/glob tools; observations the tools' envelopes",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    tool=AgentTool("call_tool", (
+        'Call a coding tool in the repository /app/repo and return its output. The action is a JSON object '
+        '{"name": tool, "arguments": {...}} with the tools read {file_path}, edit {file_path, old_string, '
+        'new_string}, write {file_path, content}, bash {command}, grep {pattern}, glob {pattern}. '
+        'Example: {"name": "bash", "arguments": {"command": "python3 -m unittest -q"}}')),
+    rubric=rubrics.SWE,
+    environment=_environment,
+    suite=_suite,
+)

@@ -1,0 +1,192 @@
+"""The terminal domain: bash in tmux; actions are keystrokes, observations are screens.
+
+Action format: :data:`ACTION_FORMAT`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from lwm.errors import ActionFormatError
+
+#: The action format, for people and prompts (the agent's tool description is shorter).
+ACTION_FORMAT = """\
+Action format (AgentWorldBench terminal, after Terminal-Bench's Terminus agent): a JSON
+list of ``{"keystrokes": str, "duration": float}``. ``keystrokes`` is typed literally
+(``\\n`` presses Enter) unless it is exactly a tmux key name (``C-c``, ``C-d``, ``Up``,
+``Escape`` …); an empty string types nothing and only waits. ``duration`` is the time in
+seconds to wait after typing before the screen is read. The empty list ``[]`` means the
+agent is done.
+"""
+NAME = "terminal"
+DEFAULT_DURATION = 0.5
+MAX_KEYSTROKES = 8192  # characters per item (tmux's command size limit is about 16 KB)
+MAX_ITEMS = 256
+#: tmux key names accepted as special keys (``man tmux``, KEY BINDINGS).
+_KEY_NAME = re.compile(
+    r"^(?:[CMS]-)*(?:Enter|Escape|Tab|BTab|BSpace|Space|Up|Down|Left|Right|Home|End|"
+    r"PageUp|PageDown|PgUp|PgDn|NPage|PPage|IC|DC|F(?:[1-9]|1[0-2]))$|^(?:[CMS]-)+\S$"
+)
+
+SYSTEM_PROMPT = """\
+You are a Terminal World Model: you simulate a Linux machine's terminal exactly.
+
+Environment: bash running in a tmux window of {width} columns and {height} rows, as root, \
+hostname `{hostname}`, working directory /app, home /root. The prompt looks like \
+`root@{hostname}:/app# `. Standard Debian tools, git and python3 are installed; there is no network.
+
+Each turn you receive the agent's action: a JSON list of {{"keystrokes", "duration"}} items. \
+Keystrokes are typed into the terminal (a newline presses Enter; names like C-c or C-d are \
+key presses); duration is how many seconds pass before the screen is read. An empty \
+keystroke string only waits.
+
+Predict the screen exactly as tmux would show it after the action: everything visible, \
+including earlier lines still on screen, the echoed command, its output and the new \
+prompt (or nothing new if the command is still running). Keep the state of the machine \
+(files, directory, variables, running processes) consistent across turns.
+
+Write brief reasoning, then the screen inside <predicted_observation></predicted_observation>.\
+"""
+
+
+@dataclass(frozen=True)
+class Keystroke:
+    """One item of a terminal action.
+
+    Attributes:
+        keystrokes: text typed (``\\n`` = Enter) or a single tmux key name.
+        duration: seconds to wait afterwards (≥ 0).
+    """
+
+    keystrokes: str
+    duration: float = DEFAULT_DURATION
+
+    @property
+    def is_key_name(self) -> bool:
+        return bool(_KEY_NAME.match(self.keystrokes))
+
+
+def parse_action(action: str | list) -> list[Keystroke]:
+    """Parse a terminal action.
+
+    Args:
+        action: the JSON text, or the already decoded list.
+
+    Returns:
+        the keystrokes in order; ``[]`` means the agent is done.
+
+    Raises:
+        ActionFormatError: not a JSON list of objects with a string ``keystrokes`` and a
+            non-negative number ``duration``.
+    """
+    text = action if isinstance(action, str) else json.dumps(action)
+    if isinstance(action, str):
+        try:
+            action = json.loads(action)
+        except json.JSONDecodeError as e:
+            raise ActionFormatError(NAME, text, f"not JSON ({e.msg})") from None
+    if isinstance(action, dict):  # a single item is accepted as a list of one
+        action = [action]
+    if not isinstance(action, list):
+        raise ActionFormatError(NAME, text, "expected a JSON list of {keystrokes, duration}")
+    if len(action) > MAX_ITEMS:
+        raise ActionFormatError(NAME, text, f"{len(action)} items; at most {MAX_ITEMS}")
+    out = []
+    for i, item in enumerate(action):
+        if not isinstance(item, dict) or not isinstance(item.get("keystrokes"), str):
+            raise ActionFormatError(NAME, text, f"item {i} needs a string 'keystrokes'")
+        keystrokes = item["keystrokes"]
+        if len(keystrokes) > MAX_KEYSTROKES:
+            raise ActionFormatError(NAME, text, f"item {i}: keystrokes longer than {MAX_KEYSTROKES} characters")
+        if not _typable(keystrokes):
+            raise ActionFormatError(NAME, text, f"item {i}: keystrokes contain a NUL or an unencodable character")
+        duration = item.get("duration", DEFAULT_DURATION)
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 <= duration < math.inf:
+            raise ActionFormatError(NAME, text, f"item {i}: 'duration' must be a finite number ≥ 0")
+        out.append(Keystroke(keystrokes, float(duration)))
+    return out
+
+
+def _typable(text: str) -> bool:
+    # Control characters other than NUL can be typed; lone surrogates cannot be encoded.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in text
+
+
+def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
+    """A terminal action from keystroke strings or ``(keystrokes, duration)`` pairs.
+
+    >>> keys("ls\\n")
+    '[{"keystrokes": "ls\\\\n", "duration": 0.3}]'
+    >>> keys(("sleep 2\\n", 0.5), ("", 2.0))
+    '[{"keystrokes": "sleep 2\\\\n", "duration": 0.5}, {"keystrokes": "", "duration": 2.0}]'
+    """
+    return format_action([{"keystrokes": text, "duration": dur}
+                          for text, dur in (item if isinstance(item, tuple) else (item, duration) for item in items)])
+
+
+def format_action(keys: list[Keystroke] | list[dict]) -> str:
+    """The canonical JSON text of an action (what trajectories and rows store)."""
+    items = [k if isinstance(k, dict) else {"keystrokes": k.keystrokes, "duration": k.duration} for k in keys]
+    return json.dumps(items, ensure_ascii=False)
+
+
+def system_prompt(width: int = 80, height: int = 24, hostname: str = "sandbox") -> str:
+    """The world-model system prompt for a terminal of this size."""
+    return SYSTEM_PROMPT.format(width=width, height=height, hostname=hostname)
+
+
+def ends_episode(action: str) -> bool:
+    """Whether the action is the agent's "done" (the empty list ``[]``)."""
+    try:
+        return parse_action(action) == []
+    except ActionFormatError:
+        return False
+
+
+_SIZE = re.compile(r"tmux window of (\d+) columns and (\d+) rows")
+_PROMPT = re.compile(r"The prompt looks like `([^`]+)`")
+# A heuristic: a line ending in # or $ is taken for a shell prompt.
+_PROMPT_END = re.compile(r"[#$]\s*$")
+# What tmux key names do on a shell's command line (others are taken to do nothing visible).
+_KEY_TEXT = {"Enter": "\n", "C-m": "\n", "C-j": "\n", "Space": " ", "Tab": "", "BSpace": "\b", "C-h": "\b",
+             "C-c": "^C\n"}
+
+
+def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
+    """The domain-aware trivial guess (a baseline, not a world model): the previous
+    screen with the typed text echoed at the cursor and, after every Enter, a fresh copy
+    of the last prompt; ``C-c`` shows ``^C``, backspace deletes; lines wrap at the
+    terminal's width and only the last screenful is kept (size and prompt read from the
+    system prompt; default 80 × 24, ``root@sandbox:/app#``). It knows no command's output.
+    An action that is not the terminal's JSON types nothing."""
+    m = _SIZE.search(system)
+    width, height = (max(1, int(m.group(1))), max(1, int(m.group(2)))) if m else (80, 24)
+    m = _PROMPT.search(system)
+    default_prompt = m.group(1).rstrip() + " " if m else "root@sandbox:/app# "
+    try:
+        keys = parse_action(action)
+    except ActionFormatError:
+        keys = []
+    *done, last = previous.rstrip("\n").split("\n")
+    at_prompt = bool(_PROMPT_END.search(last))
+    prompt = last.rstrip() + " " if at_prompt else default_prompt
+    line = prompt if at_prompt or not previous.strip() else last
+    for key in keys:
+        for ch in _KEY_TEXT.get(key.keystrokes, "") if key.is_key_name else key.keystrokes:
+            if ch in "\n\r":  # a carriage return is Enter to the shell
+                done.append(line)
+                line = prompt
+            elif ch in "\b\x7f":  # backspace stops at the prompt
+                line = line[: max(len(prompt) if line.startswith(prompt) else 0, len(line) - 1)]
+            elif ch.isprintable():  # tabs (completion) and other control characters show nothing
+                line += ch
+    done.append(line)
+    wrapped = [row[i : i + width] for row in done for i in range(0, max(len(row), 1), width)]
+    return "\n".join(r.rstrip() for r in wrapped[-height:]).rstrip("\n")

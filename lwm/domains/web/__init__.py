@@ -1,0 +1,41 @@
+"""The web domain: Chromium in the sandbox, driven by Playwright, on three local sites."""
+
+from __future__ import annotations
+
+from lwm.domains import rubrics
+from lwm.domains.base import AgentTool, Domain
+from lwm.domains.web import spec
+
+__all__ = ["DOMAIN"]
+
+
+def _environment(**options):
+    from lwm.domains.web.env import WebEnv
+
+    return WebEnv(**options)
+
+
+def _suite():
+    from lwm.domains.web import suite
+
+    return suite
+
+
+DOMAIN = Domain(
+    name=spec.NAME,
+    description="Chromium on local sites; actions are BrowserGym calls, observations accessibility trees",
+    system_prompt=spec.system_prompt,
+    parse_action=spec.parse_action,
+    action_format=spec.ACTION_FORMAT,
+    action_lang=spec.ACTION_LANG,
+    tool=AgentTool("browser_action", (
+        "Act in the browser and return the page's accessibility tree. The action is one call such as "
+        "click('12'), fill('7', 'text'), select_option('9', 'red'), goto('http://shop.local/'), go_back(), "
+        "scroll(0, 400) or send_msg_to_user('answer') (which ends the episode); numbers are the [ids] shown in "
+        "the tree.")),
+    canonical=spec.canonical,
+    rubric=rubrics.WEB,
+    ends_episode=spec.ends_episode,
+    environment=_environment,
+    suite=_suite,
+)

@@ -1,0 +1,118 @@
+"""Playing one episode: a policy acts in an environment until it stops, the episode ends
+or a turn limit is reached; the result is the episode's :class:`~lwm.schema.Trajectory`.
+
+This one loop serves every job that plays episodes: collection (scripted policies on the
+real backend), rollouts on any backend, agent evaluation and the RL trainers' rollouts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from lwm.envs.base import StepResult, Task
+from lwm.schema import Trajectory
+
+
+@dataclass(frozen=True)
+class Script:
+    """A scripted episode: a task and the actions a scripted policy plays, in order.
+
+    Attributes:
+        task: where the episode starts.
+        actions: action texts in the domain's format (for the terminal, JSON keystroke
+            lists; build them with :func:`lwm.domains.terminal.keys`).
+        tags: what behaviour the episode covers (``pipes``, ``ctrl-c`` …).
+    """
+
+    task: Task
+    actions: tuple[str, ...]
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """An agent. ``name`` is recorded with every episode it plays."""
+
+    name: str
+
+    def act(self, task: Task, trajectory: Trajectory) -> str | None:
+        """The next action (text in the domain's format), or ``None`` when the agent stops."""
+        ...
+
+
+class ScriptedPolicy:
+    """Plays the scripted actions of each task (by task name), then stops.
+
+    Args:
+        scripts: the scripted episodes whose actions to play.
+    """
+
+    name = "scripted"
+
+    def __init__(self, scripts: Iterable[Script]) -> None:
+        self.actions = {s.task.name: s.actions for s in scripts}
+
+    def act(self, task: Task, trajectory: Trajectory) -> str | None:
+        actions = self.actions.get(task.name, ())
+        k = len(trajectory.turns)
+        return actions[k] if k < len(actions) else None
+
+
+class EpisodeEnv(Protocol):
+    """What :func:`play_episode` drives: an environment that keeps its episode as a
+    trajectory (the backends of :func:`lwm.sim.make_env`)."""
+
+    trajectory: Trajectory | None
+
+    def reset(self, task: Task | None = None) -> str: ...
+
+    def step(self, action: str) -> StepResult: ...
+
+    def verify(self) -> float | None: ...
+
+    def close(self) -> None: ...
+
+
+def play_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
+                 episode_id: str | None = None, verify: bool = True, metadata: dict[str, Any] | None = None,
+                 close: bool = True) -> Trajectory:
+    """Play one episode of ``task``: reset, then the policy's actions until it returns
+    ``None``, a step ends the episode or ``max_turns`` steps are played; then the task's
+    verdict (``env.verify()``: the real check, or the reward model's) unless ``verify`` is
+    false.
+
+    Args:
+        env: the environment (closed at the end unless ``close`` is false).
+        policy: the agent.
+        task: the task.
+        max_turns: steps at most.
+        episode_id: the trajectory's id (default: the environment's).
+        verify: ask for the verdict at the end.
+        metadata: added to the trajectory's metadata (with ``policy`` and ``seconds``).
+
+    Returns:
+        a copy of the episode's trajectory, its ``reward`` set by the verdict.
+
+    Raises:
+        whatever the environment or the policy raises.
+    """
+    t0 = time.monotonic()
+    try:
+        env.reset(task)
+        for _ in range(max_turns):
+            action = policy.act(task, env.trajectory)
+            if action is None or env.step(action).done:
+                break
+        if verify:
+            env.verify()
+        traj = env.trajectory.model_copy(deep=True)
+    finally:
+        if close:
+            env.close()
+    if episode_id is not None:
+        traj.id = episode_id
+    traj.metadata.update({**(metadata or {}), "policy": policy.name, "seconds": round(time.monotonic() - t0, 3)})
+    return traj
