@@ -17,7 +17,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 
 
-def create_app(delay: float, answer: str = "<predicted_observation>root@sandbox:/app#</predicted_observation>") -> FastAPI:
+def create_app(delay: float,
+               answer: str = "<predicted_observation>root@sandbox:/app#</predicted_observation>") -> FastAPI:
     app = FastAPI()
 
     @app.get("/v1/models")
@@ -29,7 +30,8 @@ def create_app(delay: float, answer: str = "<predicted_observation>root@sandbox:
         body = await request.json()
         await asyncio.sleep(delay)
         return {
-            "id": "cmpl-delay", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "delay"),
+            "id": "cmpl-delay", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "delay"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 8, "total_tokens": 9},
         }

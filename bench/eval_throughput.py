@@ -45,7 +45,8 @@ def sequential(base_url: str, model: str, rows, sampling: SamplingParams) -> tup
     return time.monotonic() - t0, tokens
 
 
-def concurrent(base_url: str, model: str, rows, sampling: SamplingParams, concurrency: int, out: Path) -> tuple[float, int]:
+def concurrent(base_url: str, model: str, rows, sampling: SamplingParams, concurrency: int,
+               out: Path) -> tuple[float, int]:
     wm = OpenAIChatModel(model, base_url, concurrency=concurrency)
     t0 = time.monotonic()
     asyncio.run(evaluate(EvalConfig(out=out, sampling=sampling, max_prompt_tokens=10**6), wm, rows=rows,

@@ -185,30 +185,28 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
     run = _Run(items, journal, key, description)
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(item_id: str, payload: Any) -> tuple[str, dict | BaseException | None]:
-        async with gate:
+    async def one(item_id: str, payload: Any, sink: JsonlAppender, step: Callable[[], None]) -> None:
+        async with gate:  # the outcome is recorded before the next item starts: ``stop`` sees it
             if stop is not None and stop(run.report):
-                return item_id, None
-            try:
-                return item_id, await work(payload)
-            except Exception as e:  # a failed item is counted, never fatal
-                return item_id, e
-
-    tasks = [asyncio.ensure_future(one(i, x)) for i, x in run.todo]
-    try:
-        with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(tasks), bool(progress)) as step:
-            for fut in asyncio.as_completed(tasks):
-                item_id, outcome = await fut
-                step()
-                if outcome is None:
-                    run.report.skipped += 1
-                    continue
+                run.report.skipped += 1
+            else:
+                try:
+                    outcome: dict | BaseException = await work(payload)
+                except Exception as e:  # a failed item is counted, never fatal
+                    outcome = e
                 run.finish(item_id, outcome, sink)
                 if item_id in run.report.failures and abort is not None and (exc := abort(run.report)):
                     raise exc
-    finally:
-        for t in tasks:
-            t.cancel()
+            step()
+
+    with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
+        tasks = [asyncio.ensure_future(one(i, x, sink, step)) for i, x in run.todo]
+        try:
+            for fut in asyncio.as_completed(tasks):
+                await fut
+        finally:
+            for t in tasks:
+                t.cancel()
     return run.done()
 
 

@@ -183,7 +183,7 @@ class JsonlAppender:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> "JsonlAppender":
+    def __enter__(self) -> JsonlAppender:
         return self
 
     def __exit__(self, *exc: object) -> None:

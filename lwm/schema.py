@@ -96,7 +96,7 @@ class Trajectory(BaseModel):
     reward: float | None = Field(default=None, ge=0.0, le=1.0)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    def transitions(self) -> Iterator["Transition"]:
+    def transitions(self) -> Iterator[Transition]:
         """Yield one :class:`Transition` per turn (history = all earlier turns)."""
         for i, turn in enumerate(self.turns):
             yield Transition(

@@ -1,8 +1,10 @@
 import shutil
+from pathlib import Path
 
 import pytest
 
 from lwm.envs.sandbox import bwrap_available
+from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
 
 needs_sandbox = pytest.mark.skipif(
     not (shutil.which("bwrap") and shutil.which("tmux") and bwrap_available()),
@@ -16,3 +18,31 @@ def pytest_collection_modifyitems(config, items):
 
     if os.environ.get("CI") and not bwrap_available():
         raise pytest.UsageError("CI needs bubblewrap + tmux (make system-deps)")
+
+
+def make_data(tmp_path, episodes=3, turns=4):
+    prov = Provenance(kind="real", source="test")
+    rows = []
+    for e in range(episodes):
+        t = Trajectory(id=f"terminal/ep{e}/run0", domain="terminal", system_prompt="SYS",
+                       turns=[Turn(index=i, action=f'[{{"keystrokes": "echo {e}-{i}\\n"}}]',
+                                   observation=f"root@sandbox:/app# echo {e}-{i}\n{e}-{i}\nroot@sandbox:/app#",
+                                   provenance=prov) for i in range(1, turns + 1)])
+        rows += rows_from_trajectory(t)
+    data = tmp_path / "data"
+    write_rows(data / "terminal_test.jsonl", rows)
+    return data
+
+
+def procs_of(uid: int) -> list[int]:
+    """Live processes of a host uid (zombies are dead, only waiting for the host's init)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                status = (d / "status").read_text()
+            except OSError:
+                continue
+            if status.split("Uid:")[1].split()[1] == str(uid) and "(zombie)" not in status:
+                pids.append(int(d.name))
+    return pids

@@ -75,3 +75,10 @@ def test_the_registry_is_the_only_dynamic_import():
     assert found == ["lwm/domains/__init__.py:" + str(next(
         i + 1 for i, line in enumerate((LWM / "domains" / "__init__.py").read_text().splitlines())
         if "importlib.import_module(" in line))]
+
+
+def test_lint_is_clean():
+    ruff = Path(sys.executable).with_name("ruff")  # a dev dependency; rules in pyproject.toml
+    r = subprocess.run([str(ruff), "check", "lwm", "tests", "bench"], cwd=LWM.parent, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]

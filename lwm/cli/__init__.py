@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -42,8 +41,8 @@ def _default_model(model: str | None, base_url: str | None, api_key: str, adapte
 @app.command()
 def collect(
     domain: str = option(CollectConfig, "domain"),
-    out: Optional[Path] = option(CollectConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/data."),
-    episodes: Optional[int] = option(CollectConfig, "episodes", min=1),
+    out: Path | None = option(CollectConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/data."),
+    episodes: int | None = option(CollectConfig, "episodes", min=1),
     extended: bool = option(CollectConfig, "extended"),
     runs: int = option(CollectConfig, "runs", min=1),
     workers: int = option(CollectConfig, "workers", min=1),
@@ -72,7 +71,7 @@ def import_(
     src: Path = typer.Argument(..., help="A log file or a directory of episodes."),
     format: str = typer.Option(..., "--format", help="os (OSWorld-style desktop logs with accessibility trees) or "
                                "android (AndroidWorld-style JSON)."),
-    out: Optional[Path] = typer.Option(None, help="Output directory (default: runs/<timestamp>/data)."),
+    out: Path | None = typer.Option(None, help="Output directory (default: runs/<timestamp>/data)."),
     strict: bool = typer.Option(False, help="Stop at the first malformed episode instead of skipping and counting it."),
 ) -> None:
     """Import agent logs of domains that have no real environment here (os, android)."""
@@ -102,42 +101,42 @@ def setup(force: bool = typer.Option(False, help="Reinstall even what is already
 
 @app.command("eval")
 def eval_(
-    data: Optional[Path] = option(EvalConfig, "data"),
-    out: Optional[Path] = option(EvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>."),
-    model: Optional[str] = option(ModelSpec, "name", "--model", default=None, help_suffix=(
+    data: Path | None = option(EvalConfig, "data"),
+    out: Path | None = option(EvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>."),
+    model: str | None = option(ModelSpec, "name", "--model", default=None, help_suffix=(
         "Also 'baseline:repeat-last' or 'baseline:trivial' (reference predictors without a model; not --baseline). "
         "Default: the first model --base-url serves, else embedded-warmup (embedded with --adapter).")),
-    base_url: Optional[str] = option(ModelSpec, "base_url"),
+    base_url: str | None = option(ModelSpec, "base_url"),
     api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
-    adapter: Optional[Path] = option(ModelSpec, "adapter", default=None),
-    domain: Optional[list[str]] = option(EvalConfig, "domains", "--domain", default=None,
+    adapter: Path | None = option(ModelSpec, "adapter", default=None),
+    domain: list[str] | None = option(EvalConfig, "domains", "--domain", default=None,
                                          help_suffix="Repeat the flag for several."),
-    limit: Optional[int] = option(EvalConfig, "limit", min=1),
-    episodes: Optional[int] = option(EvalConfig, "episodes", min=1),
+    limit: int | None = option(EvalConfig, "limit", min=1),
+    episodes: int | None = option(EvalConfig, "episodes", min=1),
     concurrency: int = option(ModelSpec, "concurrency", min=1),
     temperature: float = option(SamplingParams, "temperature", min=0.0),
     top_p: float = option(SamplingParams, "top_p", min=0.0, max=1.0),
     max_tokens: int = option(SamplingParams, "max_tokens", default=320, min=1, help_suffix=(
         "Default 320: the longest real observation of the terminal, db, code and mcp suites is 273 tokens with "
         "tags; raise it for reasoning models.")),
-    stop: Optional[list[str]] = option(SamplingParams, "stop", default=None, help_suffix=(
+    stop: list[str] | None = option(SamplingParams, "stop", default=None, help_suffix=(
         "Repeatable; default: the end of the answer tag and the start of a new turn.")),
     seed: int = option(SamplingParams, "seed", default=0),
-    extra_body: Optional[str] = option(SamplingParams, "extra_body", default=None,
+    extra_body: str | None = option(SamplingParams, "extra_body", default=None,
                                        help_suffix="As JSON, e.g. '{\"top_k\": 20}'."),
     max_prompt_tokens: int = option(EvalConfig, "max_prompt_tokens", min=64),
-    context_window: Optional[int] = option(ModelSpec, "context_window", min=256),
+    context_window: int | None = option(ModelSpec, "context_window", min=256),
     timeout: float = option(ModelSpec, "timeout", min=0.001),
-    judge_model: Optional[str] = option(ModelSpec, "name", "--judge-model", default=None,
+    judge_model: str | None = option(ModelSpec, "name", "--judge-model", default=None,
                                         help_suffix="(The judge's; giving one enables judging.)"),
-    judge_base_url: Optional[str] = option(ModelSpec, "base_url", "--judge-base-url",
+    judge_base_url: str | None = option(ModelSpec, "base_url", "--judge-base-url",
                                            help_suffix="(The judge's; default: --base-url.)"),
-    judge_api_key: Optional[str] = option(ModelSpec, "api_key", "--judge-api-key", default=None,
+    judge_api_key: str | None = option(ModelSpec, "api_key", "--judge-api-key", default=None,
                                           envvar="LWM_JUDGE_API_KEY", help_suffix="(The judge's.)"),
     judge_mode: str = option(EvalConfig, "judge_mode"),
     judge_max_tokens: int = option(SamplingParams, "max_tokens", "--judge-max-tokens", default=1024, min=1,
                                    help_suffix="(The judge's. Default 1024.)"),
-    baseline: Optional[Path] = option(EvalConfig, "baseline"),
+    baseline: Path | None = option(EvalConfig, "baseline"),
     progress: bool = PROGRESS,
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
@@ -178,20 +177,20 @@ def rollout(
     episodes: int = option(RolloutConfig, "episodes", min=1),
     group_size: int = option(RolloutConfig, "group_size", min=1),
     policy: str = option(RolloutConfig, "policy"),
-    policy_base_url: Optional[str] = option(RolloutConfig, "policy_base_url"),
-    model: Optional[str] = option(RolloutConfig, "world_model", "--model", default=None, help_suffix=(
+    policy_base_url: str | None = option(RolloutConfig, "policy_base_url"),
+    model: str | None = option(RolloutConfig, "world_model", "--model", default=None, help_suffix=(
         "Default: the first model --base-url serves, else embedded-warmup.")),
-    base_url: Optional[str] = option(RolloutConfig, "base_url"),
+    base_url: str | None = option(RolloutConfig, "base_url"),
     api_key: str = option(RolloutConfig, "api_key", envvar="LWM_API_KEY"),
-    cache: Optional[Path] = option(RolloutConfig, "cache"),
+    cache: Path | None = option(RolloutConfig, "cache"),
     route: str = option(RolloutConfig, "route"),
-    control: Optional[list[str]] = option(RolloutConfig, "controls", "--control", default=None,
+    control: list[str] | None = option(RolloutConfig, "controls", "--control", default=None,
                                           help_suffix="Repeat the flag for several."),
     max_turns: int = option(RolloutConfig, "max_turns", min=1),
     verified_only: bool = option(RolloutConfig, "verified_only"),
     concurrency: int = option(RolloutConfig, "concurrency", min=1),
     ray: bool = option(RolloutConfig, "ray", "--ray"),
-    out: Optional[Path] = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
+    out: Path | None = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
     progress: bool = PROGRESS,
 ) -> None:
     """Play episodes with a policy against a real, simulated, replayed or hybrid environment."""
@@ -216,7 +215,7 @@ def rollout(
 @app.command()
 def wm2real(
     trajectories: Path = typer.Argument(..., help="trajectories.jsonl of simulated episodes (lwm rollout)."),
-    out: Optional[Path] = typer.Option(None, help="Report directory (default: runs/<timestamp>/wm2real). Re-run "
+    out: Path | None = typer.Option(None, help="Report directory (default: runs/<timestamp>/wm2real). Re-run "
                                        "with the same directory to resume."),
     concurrency: int = typer.Option(1, min=1, help="Trajectories replayed at once, each in its own sandbox."),
     progress: bool = PROGRESS,
@@ -246,11 +245,11 @@ def serve_env(
     backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model: Optional[str] = option(ModelSpec, "name", "--model", default=None, help_suffix=(
+    model: str | None = option(ModelSpec, "name", "--model", default=None, help_suffix=(
         "(The world model of sim and hybrid. Default: the first model --base-url serves, else embedded-warmup.)")),
-    base_url: Optional[str] = option(ModelSpec, "base_url"),
+    base_url: str | None = option(ModelSpec, "base_url"),
     api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
-    cache: Optional[Path] = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
+    cache: Path | None = typer.Option(None, help="Replay cache file (replay, hybrid; real records into it)."),
     max_sessions: int = typer.Option(64, min=1, help="Concurrent sessions at most."),
     max_turns: int = typer.Option(50, min=1, help="Turns per simulated episode at most."),
     suite: bool = typer.Option(True, help="Offer the domain's bundled suite as the tasks reset() picks from."),
@@ -275,13 +274,13 @@ def serve_env(
 def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model_path: Optional[Path] = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
-    name: Optional[str] = typer.Option(None, help="Model name clients use (default: the file's model name, "
+    model_path: Path | None = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
+    name: str | None = typer.Option(None, help="Model name clients use (default: the file's model name, "
                                        "+<adapter file stem> with --adapter)."),
     n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
     prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
-    adapter: Optional[str] = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export), or 'warmup' "
+    adapter: str | None = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export), or 'warmup' "
                                           "for the shipped warm-up world model (default: the base model)."),
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -117,5 +116,3 @@ def note(text: str, style: str = "") -> None:
     console.print(f"[{style}]{escape(text)}[/{style}]" if style else escape(text), markup=True, highlight=False)
 
 
-def main(app: typer.Typer) -> None:  # pragma: no cover - console entry
-    sys.exit(app())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -19,9 +18,9 @@ data_app = typer.Typer(
 
 @data_app.command("build")
 def build_cmd(
-    sources: List[Path] = option(BuildConfig, "sources", "--from", help_suffix="Repeat, or list more paths after "
+    sources: list[Path] = option(BuildConfig, "sources", "--from", help_suffix="Repeat, or list more paths after "
                                  "the options."),
-    more: Optional[List[Path]] = typer.Argument(None, help="More sources (same as --from).", show_default=False),
+    more: list[Path] | None = typer.Argument(None, help="More sources (same as --from).", show_default=False),
     out: Path = option(BuildConfig, "out"),
     max_tokens: int = option(BuildConfig, "max_tokens", min=16),
     tokenizer: str = option(BuildConfig, "tokenizer"),
@@ -48,16 +47,16 @@ def annotate_cmd(
     data: Path = option(AnnotateConfig, "data"),
     out: Path = option(AnnotateConfig, "out"),
     base_url: str = option(AnnotateConfig, "base_url"),
-    model: Optional[str] = option(AnnotateConfig, "model"),
+    model: str | None = option(AnnotateConfig, "model"),
     api_key: str = option(AnnotateConfig, "api_key", envvar="LWM_API_KEY"),
-    max_examples: Optional[int] = option(AnnotateConfig, "max_examples", min=0),
-    max_tokens: Optional[int] = option(AnnotateConfig, "max_total_tokens", "--max-tokens", min=1),
+    max_examples: int | None = option(AnnotateConfig, "max_examples", min=0),
+    max_tokens: int | None = option(AnnotateConfig, "max_total_tokens", "--max-tokens", min=1),
     trace_tokens: int = option(AnnotateConfig, "trace_tokens", min=16),
     concurrency: int = option(AnnotateConfig, "concurrency", min=1),
     leak_threshold: float = option(AnnotateConfig, "leak_threshold", min=0.0, max=1.0),
     verify: bool = option(AnnotateConfig, "verify"),
     verify_threshold: float = option(AnnotateConfig, "verify_threshold", min=0.0, max=1.0),
-    split: List[str] = option(AnnotateConfig, "splits", "--split", default=["train", "validation"],
+    split: list[str] = option(AnnotateConfig, "splits", "--split", default=["train", "validation"],
                               help_suffix="Repeat the flag for several."),
     drop_rejected: bool = option(AnnotateConfig, "drop_rejected"),
     progress: bool = typer.Option(True, help="Show a progress bar."),

@@ -5,7 +5,6 @@ llama.cpp. On GPUs, ``accelerate launch … -m lwm.cli train sft …`` runs the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -25,17 +24,17 @@ def sft(
     model: str = option(TrainConfig, "model"),
     lora: bool = option(TrainConfig, "lora", "--lora/--full"),
     lora_r: int = option(TrainConfig, "lora_r", min=1),
-    lora_alpha: Optional[float] = option(TrainConfig, "lora_alpha", min=0.0),
+    lora_alpha: float | None = option(TrainConfig, "lora_alpha", min=0.0),
     lora_dropout: float = option(TrainConfig, "lora_dropout", min=0.0, max=0.99),
     target_modules: str = option(TrainConfig, "target_modules", default=",".join(TrainConfig.target_modules),
                                  help_suffix="Comma-separated."),
     epochs: float = option(TrainConfig, "epochs", min=0.0),
-    max_steps: Optional[int] = option(TrainConfig, "max_steps", min=1),
-    lr: Optional[float] = option(TrainConfig, "lr", min=0.0),
+    max_steps: int | None = option(TrainConfig, "max_steps", min=1),
+    lr: float | None = option(TrainConfig, "lr", min=0.0),
     batch_size: int = option(TrainConfig, "batch_size", min=1),
     grad_accum: int = option(TrainConfig, "grad_accum", min=1),
     max_length: int = option(TrainConfig, "max_length", min=16),
-    eval_steps: Optional[int] = option(TrainConfig, "eval_steps", min=1),
+    eval_steps: int | None = option(TrainConfig, "eval_steps", min=1),
     save_steps: int = option(TrainConfig, "save_steps", min=1),
     save_total_limit: int = option(TrainConfig, "save_total_limit", min=1),
     logging_steps: int = option(TrainConfig, "logging_steps", min=1),
@@ -43,8 +42,8 @@ def sft(
     seed: int = option(TrainConfig, "seed"),
     resume: bool = option(TrainConfig, "resume"),
     eval_on_start: bool = option(TrainConfig, "eval_on_start"),
-    bf16: Optional[bool] = option(TrainConfig, "bf16", "--bf16/--no-bf16"),
-    gradient_checkpointing: Optional[bool] = option(TrainConfig, "gradient_checkpointing",
+    bf16: bool | None = option(TrainConfig, "bf16", "--bf16/--no-bf16"),
+    gradient_checkpointing: bool | None = option(TrainConfig, "gradient_checkpointing",
                                                     "--gradient-checkpointing/--no-gradient-checkpointing"),
     progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
 ) -> None:
@@ -81,7 +80,7 @@ def sft(
 def export(
     adapter: Path = option(export_lora_gguf, "adapter"),
     out: Path = option(export_lora_gguf, "out"),
-    base: Optional[str] = option(export_lora_gguf, "base"),
+    base: str | None = option(export_lora_gguf, "base"),
     dtype: str = option(export_lora_gguf, "dtype"),
 ) -> None:
     """Convert a LoRA adapter to GGUF for llama.cpp (`lwm eval --adapter` / `Llama(lora_path=…)`)."""

@@ -1,5 +1,6 @@
 """Installers of the tools the real environments need beyond the Python environment, run
-once by ``lwm setup`` (each domain lists its own in its spec's ``assets``) into ``$LWM_HOME`` (see :func:`lwm.paths.lwm_home`):
+once by ``lwm setup`` (each domain lists its own in its spec's ``assets``) into
+``$LWM_HOME`` (see :func:`lwm.paths.lwm_home`):
 
 - ``node/``: Node.js MCP servers from npm (the reference filesystem and memory servers),
   run inside the sandbox with the machine's ``node``;

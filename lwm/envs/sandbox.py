@@ -398,7 +398,7 @@ class Sandbox:
         if self.cgroup is not None:
             _remove_cgroup(self.cgroup)
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:

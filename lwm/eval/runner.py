@@ -23,7 +23,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
-from lwm import __version__, domains
+from lwm import domains
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.jobs import arun_jobs
 from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
@@ -155,8 +155,9 @@ async def predict_rows(
                       "error": None}
 
     keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
-    report = await arun_jobs([(k, (k, r)) for k, r in keyed], one, journal=Path(config.out) / "predictions.partial.jsonl",
-                             key="key", concurrency=max(len(keyed), 1), description="predict", progress=show_progress)
+    report = await arun_jobs([(k, (k, r)) for k, r in keyed], one,
+                             journal=Path(config.out) / "predictions.partial.jsonl", key="key",
+                             concurrency=max(len(keyed), 1), description="predict", progress=show_progress)
     failed = {k: {"key": k, "error": reason} for k, reason in report.failures.items()}
     return {**failed, **report.failed_records, **report.records}, report.ran
 

@@ -296,7 +296,8 @@ def env_factory(domain: str, backend: Backend = "real", **settings: Any) -> EnvF
     return EnvFactory(domain, backend, **own)
 
 
-def make_env(domain: str, backend: Backend = "real", **settings: Any) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
+def make_env(domain: str, backend: Backend = "real",
+             **settings: Any) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
     """A fresh environment of ``domain`` with the chosen backend: ``env_factory(domain,
     backend, **settings)()`` (see :class:`EnvFactory` for the settings and errors)."""
     return env_factory(domain, backend, **settings)()

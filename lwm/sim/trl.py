@@ -154,7 +154,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tool_env_class(domain: str) -> type[WorldToolEnv]:
     """The :class:`WorldToolEnv` subclass of ``domain``: its tool named and documented as the
     domain's agent tool (:attr:`lwm.domains.Domain.tool`). One class per domain (TRL matches

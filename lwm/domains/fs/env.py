@@ -8,9 +8,9 @@ no other state).
 from __future__ import annotations
 
 from lwm.domains.fs import spec as domain
+from lwm.domains.mcp.client import NODE_MODULES, McpToolEnv, ServerSpec
 from lwm.domains.mcp.spec import call
 from lwm.envs.base import Task
-from lwm.domains.mcp.client import NODE_MODULES, McpToolEnv, ServerSpec
 
 SERVER_JS = f"{NODE_MODULES}/@modelcontextprotocol/server-filesystem/dist/index.js"
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lwm.domains.mcp import spec as domain
-from lwm.envs.base import Task
 from lwm.domains.mcp.client import NODE_MODULES, McpToolEnv, ServerSpec
+from lwm.envs.base import Task
 
 _TICKETS = Path(__file__).with_name("servers") / "tickets.py"
 _SQLITE_MAIN = "import sys, mcp_server_sqlite; sys.argv[0] = 'mcp-server-sqlite'; mcp_server_sqlite.main()"

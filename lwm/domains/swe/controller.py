@@ -312,7 +312,7 @@ def tool_grep(pattern, path=None, glob=None, output_mode="files_with_matches", h
     try:
         rx = re.compile(pattern, re.IGNORECASE if flags.get("-i") else 0)
     except re.error as e:
-        raise ToolError(f"Invalid regular expression: {e}")
+        raise ToolError(f"Invalid regular expression: {e}") from None
     show_n, ctx = flags.get("-n", True), flags.get("-C", 0) if output_mode == "content" else 0
     hits = []  # (path, [(index, line)], lines)
     for p in order_by_mtime(search_files(root, glob)):

@@ -22,8 +22,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from lwm.domains.web import spec as domain
 from lwm.domains.web import browser
+from lwm.domains.web import spec as domain
 from lwm.domains.web.sites import Site, make_sites
 from lwm.envs.base import EnvironmentBase, StepResult, Task
 from lwm.envs.sandbox import Sandbox, SandboxLimits

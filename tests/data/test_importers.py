@@ -11,7 +11,7 @@ from lwm.domains.os import spec as os_domain
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.schema import read_rows, read_trajectories, rows_from_trajectory
 
-FIX = Path(__file__).parent / "fixtures" / "importers"
+FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 H = os_domain.A11Y_HEADER
 CHROME = "results/pyautogui/a11y_tree/gpt-4o/chrome/bb5e4c0d-f964-439c-97b6-bdb9747de3f4"
 CALC = "results/computer_13/a11y_tree/claude/libreoffice_calc/0a2e43bf-b26c-4631-a966-af9dfa12c9e5"
@@ -277,8 +277,8 @@ def test_parse_action_and_canonical():
         with pytest.raises(ActionFormatError):
             android.parse_action(bad)
     assert os_domain.canonical("a  \nb\t\n\n") == "a\nb\t" and android.canonical("\na\nb  \n") == "a\nb"
-    from lwm.domains import comparator
-    assert comparator("os") is os_domain.canonical and comparator("android") is android.canonical
+    from lwm import domains
+    assert domains.get("os").canonical is os_domain.canonical and domains.get("android").canonical is android.canonical
 
 
 def test_side_files_outside_the_episode_and_links_are_refused(tmp_path):

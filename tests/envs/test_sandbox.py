@@ -8,26 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs_sandbox
+from conftest import needs_sandbox, procs_of
 
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import SandboxError
 
 pytestmark = needs_sandbox
-
-
-def _procs_of(uid: int) -> list[int]:
-    """Live processes of a host uid (zombies are dead, only waiting for the host's init)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                status = (d / "status").read_text()
-            except OSError:
-                continue
-            if status.split("Uid:")[1].split()[1] == str(uid) and "(zombie)" not in status:
-                pids.append(int(d.name))
-    return pids
 
 
 def test_runs_as_root_inside_with_private_dirs():
@@ -50,7 +36,7 @@ def test_writing_outside_the_sandbox_fails(tmp_path):
 def test_host_files_and_checkout_are_invisible(tmp_path):
     marker = tmp_path / "host-secret.txt"
     marker.write_text("secret")
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     with Sandbox() as sb:
         r = sb.run(["bash", "-c", f"ls -A /root /tmp; test -e {marker} && echo LEAK1; test -e {checkout} && echo LEAK2;"
                                    " test -e /home && echo LEAK3; ls /"])
@@ -114,7 +100,7 @@ def test_wall_clock_limit_kills_the_whole_tree():
         r = sb.run(["bash", "-c", "sleep 100 & sleep 100"], timeout=1)
         assert r.returncode == -9 and time.monotonic() - t0 < 5
         time.sleep(0.2)
-        assert _procs_of(sb.uid) == []
+        assert procs_of(sb.uid) == []
 
 
 def test_fork_bomb_is_contained_and_killed():
@@ -122,9 +108,9 @@ def test_fork_bomb_is_contained_and_killed():
     with Sandbox(limits=limits) as sb:
         sb.run(["bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 3; echo survived"], timeout=6)
         uid = sb.uid
-        assert len(_procs_of(uid)) <= 64 + 2  # bounded while running (or already gone)
+        assert len(procs_of(uid)) <= 64 + 2  # bounded while running (or already gone)
     time.sleep(0.3)
-    assert _procs_of(uid) == []
+    assert procs_of(uid) == []
     # the host still forks fine
     assert os.system("true") == 0
 

@@ -7,9 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from lwm.cli.data import data_app
 from typer.testing import CliRunner
 
+from lwm import domains
+from lwm.cli.data import data_app
 from lwm.data.build import (
     SPLITS,
     BuildConfig,
@@ -152,7 +153,8 @@ def test_real_db_examples_template_budget_first_run(real_db, tok, tmp_path):
         full = r["prompt"] + r["completion"]
         assert r["num_tokens"] == tok.count_chat(full) <= budget
         # the prompt is build_messages' layout for the row of that turn, oldest turns dropped
-        row = rows_from_trajectory(trajs[r["trajectory_id"]])[r["turn"] - 1]
+        traj = trajs[r["trajectory_id"]]
+        row = rows_from_trajectory(traj, action_lang=domains.get(traj.domain).action_lang)[r["turn"] - 1]
         expected, _ = build_messages(row)
         k = len(r["dropped_turns"])
         assert r["dropped_turns"] == list(range(1, k + 1))

@@ -209,7 +209,7 @@ def test_simulation_with_the_embedded_model():
     env.reset(Task("t", instruction="print hello"), initial_observation="root@sandbox:/app#")
     first = env.step(keys("echo hello\n"))
     last = env.step(keys("ls\n"))
-    assert isinstance(first.observation, str) and last.done and last.info["truncated"]
+    assert isinstance(first.observation, str) and last.done and last.truncated
     assert env.trajectory.turns[0].provenance.source == "SmolLM2-135M-Instruct-Q4_1"
     assert last.info["completion_tokens"] <= 24
     # The reward model is the same small model: its verdict is a number in [0, 1] or, unreadable, None.

@@ -18,9 +18,9 @@ pytest.importorskip("datasets")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from lwm.cli.train import train_app  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
+from lwm.cli.train import train_app  # noqa: E402
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError  # noqa: E402
 from lwm.jsonl import _umask  # noqa: E402
 from lwm.train.sft import TrainConfig, load_sft_dataset, to_prompt_completion  # noqa: E402

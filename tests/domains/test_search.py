@@ -37,7 +37,7 @@ def X(url, goal=""):
 
 
 def _controller():
-    path = Path(__file__).parents[1] / "lwm" / "domains" / "search" / "controller.py"
+    path = Path(__file__).parents[2] / "lwm" / "domains" / "search" / "controller.py"
     spec = importlib.util.spec_from_file_location("search_controller", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

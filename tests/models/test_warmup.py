@@ -19,7 +19,7 @@ llama_cpp = pytest.importorskip("llama_cpp")
 
 # Nine real turns (terminal, db, code: the first three of one held-out episode each) from
 # the validation split of the dataset the adapter was trained on (docs/results.md).
-SAMPLE = Path(__file__).parent / "fixtures" / "warmup"
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "warmup"
 
 
 def test_the_adapter_is_small_and_documented():

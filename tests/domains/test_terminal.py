@@ -109,9 +109,9 @@ def test_close_kills_background_processes():
     uid = env._sandbox.uid
     env.close()
     time.sleep(0.2)
-    from test_sandbox import _procs_of
+    from conftest import procs_of
 
-    assert _procs_of(uid) == []
+    assert procs_of(uid) == []
     with pytest.raises(EnvironmentClosedError):
         env.step(keys("ls\n"))
 

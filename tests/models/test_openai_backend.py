@@ -1,8 +1,8 @@
 """The OpenAI-compatible backend against real HTTP servers."""
 
 import pytest
+from conftest import make_data
 from servers import free_port, lwm_serve_model, vllm_style_server
-from test_eval_runner import make_data
 
 from lwm.eval.runner import EvalConfig, evaluate
 from lwm.models import load_model

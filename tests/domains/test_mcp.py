@@ -10,10 +10,10 @@ import pytest
 from lwm import domains
 from lwm.data import collect as C
 from lwm.domains.mcp import spec as domain
+from lwm.domains.mcp.client import McpConnection, ServerSpec
 from lwm.domains.mcp.spec import call
 from lwm.domains.mcp.suite import random_scripts
 from lwm.envs.base import Check, Task
-from lwm.domains.mcp.client import McpConnection, ServerSpec
 from lwm.errors import ActionFormatError, SandboxError
 from lwm.schema import read_rows, read_trajectories
 from tests.conftest import needs_sandbox

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import pytest
 from fastapi import FastAPI, Request
-from lwm.cli.data import data_app
 from servers import lwm_serve_model, serve_app
 from typer.testing import CliRunner
 
+from lwm.cli.data import data_app
 from lwm.data.annotate import TEACHER_SYSTEM, AnnotateConfig, annotate, leak_score
 from lwm.data.build import SPLITS, BuildConfig, build, load_built, load_tokenizer, read_built
 from lwm.errors import RunMismatchError

@@ -10,12 +10,10 @@ from conftest import needs_sandbox
 from lwm.domains.code import spec as code
 from lwm.domains.db import spec as db
 from lwm.domains.terminal import spec as terminal
-from lwm.eval.baselines import RowBaseline, previous_observation
+from lwm.eval.baselines import RowBaseline, load_predictor, previous_observation
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
-from lwm.eval.baselines import load_predictor
 from lwm.models import load_model
 from lwm.schema import Provenance, Trajectory, Turn, format_prompt_item, parse_prompt_item, rows_from_trajectory
-from lwm.sim.env import SimEnv
 
 PROMPT = "root@sandbox:/app#"
 

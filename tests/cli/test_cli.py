@@ -4,8 +4,8 @@ import json
 import subprocess
 import sys
 
+from conftest import make_data
 from servers import vllm_style_server
-from test_eval_runner import make_data
 
 
 def lwm(*args, timeout=120):

@@ -3,25 +3,12 @@
 import json
 
 import pytest
+from conftest import make_data
 
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
-
-
-def make_data(tmp_path, episodes=3, turns=4):
-    prov = Provenance(kind="real", source="test")
-    rows = []
-    for e in range(episodes):
-        t = Trajectory(id=f"terminal/ep{e}/run0", domain="terminal", system_prompt="SYS",
-                       turns=[Turn(index=i, action=f'[{{"keystrokes": "echo {e}-{i}\\n"}}]',
-                                   observation=f"root@sandbox:/app# echo {e}-{i}\n{e}-{i}\nroot@sandbox:/app#",
-                                   provenance=prov) for i in range(1, turns + 1)])
-        rows += rows_from_trajectory(t)
-    data = tmp_path / "data"
-    write_rows(data / "terminal_test.jsonl", rows)
-    return data
 
 
 def oracle(messages):
