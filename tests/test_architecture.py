@@ -4,6 +4,7 @@ every error class in lwm/errors.py, the registry the only dynamic import."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,9 @@ LWM = Path(__file__).resolve().parents[1] / "lwm"
 
 def test_the_import_contract_holds():
     lint = Path(sys.executable).with_name("lint-imports")  # import-linter, a dev dependency
-    r = subprocess.run([str(lint), "--no-cache"], cwd=LWM.parent, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(LWM.parent)}  # this checkout's lwm, whatever the venv installed
+    r = subprocess.run([str(lint), "--no-cache"], cwd=LWM.parent, env=env, capture_output=True, text=True,
+                       timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "0 broken" in r.stdout
 
