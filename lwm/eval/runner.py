@@ -188,7 +188,11 @@ async def judge_rows(
     rows: list[BenchRow], records: dict[str, dict], judge: ChatModel, config: EvalConfig,
     *, show_progress: bool = True,
 ) -> dict[str, dict]:
-    """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts."""
+    """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts.
+
+    Each verdict record is ``{"key": …}`` plus :meth:`lwm.eval.judge.JudgeScore.to_dict` (mode
+    ``score``) or :meth:`lwm.eval.judge.PairwiseVerdict.to_dict`, so the judge's raw text and
+    ``finish_reason`` are kept with every verdict, failures included."""
     from lwm.eval import judge as J
 
     path = Path(config.out) / "judgments.partial.jsonl"
@@ -202,8 +206,7 @@ async def judge_rows(
         pred = records[key]["observation"]
         if config.judge_mode == "score":
             s = await J.judge_score(judge, row, pred, config.judge_sampling)
-            return {"key": key, "mode": "score", "scores": s.scores, "total": s.total, "error": s.error,
-                    "strengths": s.strengths, "weaknesses": s.weaknesses}
+            return {"key": key, "mode": "score", **s.to_dict()}
         if config.judge_mode == "real":
             v = await J.judge_which_real(judge, row, pred, config.judge_sampling)
         else:
@@ -211,8 +214,7 @@ async def judge_rows(
             if other is None:
                 return {"key": key, "mode": "closer", "wins": None, "error": "no baseline prediction for this row"}
             v = await J.judge_which_closer(judge, row, pred, other, config.judge_sampling)
-        return {"key": key, "mode": config.judge_mode, "wins": v.wins, "verdicts": v.verdicts,
-                "valid": v.valid, "error": v.error}
+        return {"key": key, **v.to_dict()}
 
     with JsonlAppender(path) as sink, progress_bar(f"judge ({config.judge_mode})", len(todo), show_progress) as advance:
         async for v in _in_order_tasks([one(k, r) for k, r in todo]):
