@@ -79,8 +79,11 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     """Read AgentWorldBench rows from one file or a directory: its ``*_test.jsonl`` files,
     or, when it has none, those of its sub-directories (e.g. one ``lwm collect`` per domain).
 
+    An empty file among others is reported on stderr.
+
     Raises:
-        DataNotFoundError: no such file or no ``*_test.jsonl`` in the directory.
+        DataNotFoundError: no such file, not a regular file or directory, no ``*_test.jsonl``
+            in the directory, or every file found is empty (names the files).
         RowFormatError: a malformed line (names file and line).
     """
     data = Path(data)
@@ -90,9 +93,21 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
             raise DataNotFoundError(f"no *_test.jsonl files in {data}")
     elif data.is_file():
         files = [data]
+    elif data.exists():
+        raise DataNotFoundError(f"{data} is not a regular file or a directory")
     else:
         raise DataNotFoundError(f"{data} does not exist")
-    rows = [r for f in files for r in read_rows(f) if not domains or r.domain in domains]
+    rows, empty = [], []
+    for f in files:
+        file_rows = list(read_rows(f))
+        rows += file_rows
+        if not file_rows:
+            empty.append(str(f))
+    if empty:
+        if not rows:
+            raise DataNotFoundError(f"no rows: {', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty")
+        print(f"warning: no rows in {', '.join(empty)} (empty)", file=sys.stderr)
+    rows = [r for r in rows if not domains or r.domain in domains]
     return rows[:limit] if limit else rows
 
 
