@@ -98,7 +98,9 @@ def _parse_object(raw: bytes, path: Path, line: int) -> dict:
     except RecursionError:
         raise RowFormatError(path, line, "nested too deeply") from None
     except json.JSONDecodeError as e:
-        raise RowFormatError(path, line + e.lineno - 1, f"not valid JSON ({e.msg} at column {e.colno})") from None
+        # Some of json's messages end in "at" ("Unterminated string starting at"): say it once.
+        msg = e.msg.removesuffix(" at")
+        raise RowFormatError(path, line + e.lineno - 1, f"not valid JSON ({msg} at column {e.colno})") from None
     except ValueError as e:  # an integer too long to convert
         raise RowFormatError(path, line, f"not valid JSON ({e})") from None
     if not isinstance(obj, dict):

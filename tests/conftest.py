@@ -46,3 +46,12 @@ def procs_of(uid: int) -> list[int]:
             if status.split("Uid:")[1].split()[1] == str(uid) and "(zombie)" not in status:
                 pids.append(int(d.name))
     return pids
+
+
+def oracle(messages):
+    """Answers with the real observation for even echo numbers, garbage otherwise."""
+    action = messages[-1]["content"]
+    tag = action.split("echo ")[1].split("\\n")[0]
+    if int(tag.split("-")[1]) % 2 == 0:
+        return f"<think>echo prints</think><predicted_observation>root@sandbox:/app# echo {tag}\n{tag}\nroot@sandbox:/app#</predicted_observation>"
+    return "no idea"

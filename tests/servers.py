@@ -72,6 +72,32 @@ def vllm_style_server(fail_first: int = 0):
         yield f"{url}/v1", log
 
 
+def completion(content: str, finish_reason: str | None = "stop", usage: dict | None = None) -> dict:
+    """An OpenAI ``chat.completion`` body with one choice."""
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": content}}],
+            **({"usage": usage} if usage else {})}
+
+
+@contextmanager
+def chat_stub(answer):
+    """An OpenAI-compatible ``/v1/chat/completions`` on loopback that answers each request
+    body with ``answer(body)``: a dict (sent as JSON with status 200) or a Starlette
+    ``Response``. Yields ``(base_url, request_log)``."""
+    app = FastAPI()
+    log: list[dict] = []
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        log.append(body)
+        return answer(body)
+
+    with serve_app(app) as url:
+        yield f"{url}/v1", log
+
+
 @contextmanager
 def serve_app(app, timeout: float = 20.0):
     """Run an ASGI app with uvicorn on a free loopback port in a thread; yield its URL."""

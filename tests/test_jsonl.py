@@ -38,6 +38,13 @@ def test_iter_jsonl_line_numbers_and_truncated_tail(tmp_path):
     f.write_text('{"a": 1}\n"text"\n')
     with pytest.raises(RowFormatError, match=r"rows\.jsonl:2: expected a JSON object, got str"):
         list(iter_jsonl(f))
+    f.write_text('{"a": 1}\n{"a": "cut\n')  # json's own message ends in "at"
+    with pytest.raises(RowFormatError) as e:
+        list(iter_jsonl(f))
+    assert str(e.value).endswith("rows.jsonl:2: not valid JSON (Unterminated string starting at column 7)")
+    f.write_text('{"a": "\x01"}\n')
+    with pytest.raises(RowFormatError, match=r"\(Invalid control character at column 8\)$"):
+        list(iter_jsonl(f))
 
 
 def test_check_run_settings_records_then_compares(tmp_path):

@@ -6,10 +6,11 @@ Three ways to ask a judge model about a world model's prediction for one
 * **Scoring** (:func:`judge_score`): the judge sees the episode so far, the current
   action, the simulated observation and the real one, and rates the simulation on five
   dimensions (:data:`DIMENSIONS`), each an integer 1–5, with the domain's rubric
-  (:func:`lwm.domains.rubrics.rubric_for`) as system prompt. A row's score is the mean of
-  its valid dimensions; results are reported as ``(x − 1) / 4 × 100``
-  (:func:`normalize`), per domain and as macro and micro means (:func:`aggregate`). This
-  follows AgentWorldBench (Qwen-AgentWorld, arXiv 2606.24597); the prompts are our own.
+  (:func:`lwm.domains.rubrics.rubric_for`) as system prompt. A judgement counts only when
+  complete: all five dimensions present, each an integer 1–5; its score is their mean,
+  reported as ``(x − 1) / 4 × 100`` (:func:`normalize`), per domain and as macro and micro
+  means (:mod:`lwm.eval.report`). This follows AgentWorldBench (Qwen-AgentWorld, arXiv
+  2606.24597), which averages whatever dimensions it finds; the prompts are our own.
 * **Which is real** (:func:`judge_which_real`): a Turing-style test. The judge sees the
   real and the simulated observation unlabeled and names the real one.
 * **Which is closer** (:func:`judge_which_closer`): the judge sees the real observation
@@ -17,13 +18,20 @@ Three ways to ask a judge model about a world model's prediction for one
 
 Pairwise questions are asked in both orders (positions swapped) to cancel the judge's
 position bias. Model failures never raise: they are retried, and after the last attempt
-reported in the result's ``error`` field.
+reported in the result's ``error`` field. An answer cut at ``max_tokens``
+(``finish_reason="length"``) is a failure, whatever it contains. Every result keeps the
+judge's raw text and ``finish_reason``, failures included.
+
+Failure reasons start with their kind, as ``kind: detail``: ``truncated``, ``incomplete``
+(a dimension missing), ``invalid`` (a dimension not an integer 1–5), ``unreadable`` (no
+score object or verdict found), or the exception's class name when the call raised.
 
 Judge answer formats (written by the judge, read here):
 
 * scoring: a JSON object inside ``<final_evaluation>…</final_evaluation>`` with integer
   keys ``format``, ``factuality``, ``consistency``, ``realism``, ``quality`` and string
-  lists ``strengths``, ``weaknesses`` (:func:`parse_score`);
+  lists ``strengths``, ``weaknesses`` (:func:`parse_score`; not strictly valid JSON is
+  read with ``json_repair``);
 * pairwise: reasoning, then ``<answer>A</answer>`` or ``<answer>B</answer>``
   (:func:`parse_choice`).
 """
@@ -34,10 +42,12 @@ import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
+
+import json_repair
 
 from lwm.domains.rubrics import rubric_for
-from lwm.models.base import ChatModel, Message, SamplingParams
+from lwm.models.base import ChatModel, Generation, Message, SamplingParams
 from lwm.parse import json_objects, observation_text, split_reasoning
 from lwm.schema import TRAILING_INSTRUCTION, BenchRow, _fence
 
@@ -60,13 +70,18 @@ class JudgeScore:
     """The judge's rating of one simulated observation.
 
     Attributes:
-        scores: valid dimension scores only: dimension name → integer 1–5. Dimensions the
-            judge left out or scored outside 1–5 are absent.
-        total: mean of ``scores`` on the 1–5 scale, ``None`` when no dimension is valid.
+        scores: the valid dimension scores read: dimension name → integer 1–5 (also kept
+            from an incomplete answer, to show what it held).
+        total: mean of the five scores on the 1–5 scale when the judgement is complete,
+            else ``None``.
         strengths: the judge's listed strengths.
         weaknesses: the judge's listed weaknesses.
-        raw: the judge's raw answer (the last one, after retries).
-        error: why no valid score was obtained, else ``None``.
+        raw: the judge's raw answer (the last one received, after retries).
+        finish_reason: why that answer's generation ended (``stop``, ``length`` …), if known.
+        absent: dimensions the answer's score object lacks.
+        invalid: dimensions whose value is not an integer 1–5: name → the value as written.
+        error: why the judgement does not count (``kind: detail``, see the module
+            docstring), else ``None``.
         attempts: model calls made (1 when the first answer was usable).
     """
 
@@ -75,6 +90,9 @@ class JudgeScore:
     strengths: list[str] = field(default_factory=list)
     weaknesses: list[str] = field(default_factory=list)
     raw: str = ""
+    finish_reason: str | None = None
+    absent: list[str] = field(default_factory=list)
+    invalid: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     attempts: int = 1
 
@@ -85,7 +103,7 @@ class JudgeScore:
 
     @property
     def missing(self) -> list[str]:
-        """Dimensions without a valid score."""
+        """Dimensions without a valid score (absent or invalid)."""
         return [d for d in DIMENSIONS if d not in self.scores]
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,13 +193,15 @@ def build_score_messages(
     ]
 
 
-_FINAL_BLOCK = re.compile(r"<final_evaluation>(.*?)</final_evaluation>", re.DOTALL | re.IGNORECASE)
 _FINAL_OPEN = re.compile(r"<final_evaluation>", re.IGNORECASE)
-_SCORE_STR = re.compile(r"\s*(\d+(?:\.0*)?)\s*(?:/\s*5)?\s*")
+_FINAL_CLOSE = re.compile(r"</final_evaluation>", re.IGNORECASE)
+_SCORE_STR = re.compile(r"\s*(\d+)(?:\.0*)?\s*(?:/\s*(\d+)\s*)?")
+_TRUNCATED_LENGTH = "truncated: finish_reason=length"
 
 
 def _as_score(value: Any) -> int | None:
-    """An integer 1–5 from an int, an integral float or a numeric string; else ``None``."""
+    """An integer 1–5 from an int, an integral float or a string ``"4"``, ``"4.0"`` or
+    ``"4/5"`` (a fraction only with denominator 5); else ``None``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -192,9 +212,9 @@ def _as_score(value: Any) -> int | None:
         n = int(value)
     elif isinstance(value, str):
         m = _SCORE_STR.fullmatch(value)
-        if not m:
+        if not m or m.group(2) not in (None, "5"):
             return None
-        n = int(float(m.group(1)))
+        n = int(m.group(1))
     else:
         return None
     return n if 1 <= n <= 5 else None
@@ -217,35 +237,33 @@ def _score_dict(obj: Any) -> dict | None:
     return None
 
 
-def _regex_scores(text: str) -> dict:
-    """Last-resort reading of ``"dimension": value`` pairs from invalid JSON."""
-    out = {}
-    for d in DIMENSIONS:
-        hits = re.findall(
-            rf"[\"']?{d}[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)[\"']?\s*(?=[,}}\n]|$)",
-            text,
-            re.IGNORECASE,
-        )
-        if hits:
-            out[d] = hits[-1]
-    return out
+def _score_region(text: str) -> tuple[str | None, str | None]:
+    """``(region, None)``: the inside of the last closed ``<final_evaluation>`` block (put
+    in braces when it has none: ``format: 4`` lines), or the whole text when it has no
+    block; ``(None, reason)`` when the last block is never closed (a cut answer must not be
+    read as a complete one)."""
+    closes = list(_FINAL_CLOSE.finditer(text))
+    opens = list(_FINAL_OPEN.finditer(text))
+    if opens and (not closes or opens[-1].start() > closes[-1].start()):
+        return None, "truncated: <final_evaluation> not closed"
+    if not closes:
+        return text, None
+    end = closes[-1].start()
+    inside = text[max((m.end() for m in opens if m.start() < end), default=0) : end]
+    return (inside if "{" in inside else f"{{{inside}}}"), None
 
 
-def _find_scores(text: str) -> dict | None:
-    """The score object of ``text``: from the last ``<final_evaluation>`` block (or an
-    unclosed one at the end), else the last JSON object naming a dimension."""
-    blocks = _FINAL_BLOCK.findall(text)
-    if blocks:
-        region = blocks[-1]
-    else:
-        opens = list(_FINAL_OPEN.finditer(text))
-        region = text[opens[-1].end() :] if opens else text
+def _find_scores(region: str) -> dict | None:
+    """The last object in ``region`` that names a dimension: strict JSON first, then what
+    ``json_repair`` reads (trailing commas, single quotes, unquoted ``4/5`` …)."""
     for obj in reversed(json_objects(region)):
-        scores = _score_dict(obj)
-        if scores is not None:
+        if (scores := _score_dict(obj)) is not None:
             return scores
-    scores = _regex_scores(region)
-    return scores or None
+    repaired = json_repair.loads(region)
+    for obj in reversed(repaired if isinstance(repaired, list) else [repaired]):
+        if (scores := _score_dict(obj)) is not None:
+            return scores
+    return None
 
 
 def _str_list(value: Any) -> list[str]:
@@ -256,45 +274,68 @@ def _str_list(value: Any) -> list[str]:
     return []
 
 
-def parse_score(text: str) -> JudgeScore:
-    """Read a judge's scoring answer.
+def parse_score(text: str, finish_reason: str | None = None) -> JudgeScore:
+    """Read a judge's scoring answer; only a complete one counts.
 
     Reasoning (``<think>…</think>``, also unclosed or with an orphan close tag) is removed
     with :func:`lwm.parse.split_reasoning`. The scores come from the JSON object in the
-    **last** ``<final_evaluation>`` block; without one, from the last JSON object in the
-    text that names a dimension (fenced or bare); as a last resort from
-    ``"dimension": value`` pairs in invalid JSON. If the judge never left its reasoning
-    (unclosed ``<think>``), the reasoning's last ``<final_evaluation>`` block is used.
-    Keys are case-insensitive; a score object nested one level (``{"scores": {...}}``)
-    is accepted.
+    **last** ``<final_evaluation>`` block; without any block, from the last JSON object in
+    the text that names a dimension (fenced or bare). If the judge never left its reasoning
+    (unclosed ``<think>``) and the answer holds no scores, the reasoning's last block is
+    used. Keys are case-insensitive; a score object nested one level (``{"scores": {...}}``)
+    is accepted. JSON that is not strictly valid (trailing commas, single quotes, comments,
+    unquoted ``4/5``, a block of ``name: score`` lines without braces) is read with
+    ``json_repair``.
+
+    A cut answer is never repaired into a valid one: ``finish_reason="length"`` or a last
+    ``<final_evaluation>`` block that is never closed make the answer a failure, whatever
+    it holds.
 
     A score is valid if it is an integer 1–5 given as an int, an integral float (``4.0``)
-    or a numeric string (``"4"``, ``"4/5"``); other values are ignored.
+    or a string ``"4"``, ``"4.0"`` or ``"4/5"`` (denominator 5 only). The judgement is
+    complete when all five :data:`DIMENSIONS` have a valid score.
 
     Args:
         text: the judge's raw answer.
+        finish_reason: why its generation ended, as the server reported it.
 
     Returns:
-        a :class:`JudgeScore`; ``error`` is set (and ``total`` is ``None``) when no
-        dimension has a valid score. Never raises.
+        a :class:`JudgeScore` keeping ``text`` and ``finish_reason``. When incomplete,
+        ``error`` says why (``truncated: …``, ``unreadable: …``, ``incomplete: missing
+        quality``, ``invalid: realism='6'``), ``absent`` and ``invalid`` name the
+        dimensions, and ``total`` is ``None``. Never raises.
     """
     raw = text or ""
+    kept = {"raw": raw, "finish_reason": finish_reason}
+    if finish_reason == "length":
+        return JudgeScore(**kept, error=_TRUNCATED_LENGTH)
     answer, reasoning, issues = split_reasoning(raw)
-    found = _find_scores(answer)
-    if found is None and "unclosed_think" in issues and _FINAL_OPEN.search(reasoning):
-        found = _find_scores(reasoning)
+    region, cut = _score_region(answer)
+    found = None if region is None else _find_scores(region)
+    if found is None and cut is None and "unclosed_think" in issues and _FINAL_OPEN.search(reasoning):
+        region, cut = _score_region(reasoning)
+        found = None if region is None else _find_scores(region)
+    if cut:
+        return JudgeScore(**kept, error=cut)
     if found is None:
-        return JudgeScore(raw=raw, error="no <final_evaluation> block or score object found")
+        return JudgeScore(**kept, error="unreadable: no <final_evaluation> block or score object found")
     scores = {d: s for d in DIMENSIONS if (s := _as_score(found.get(d))) is not None}
-    if not scores:
-        shown = {d: found.get(d) for d in DIMENSIONS if d in found}
-        return JudgeScore(raw=raw, error=f"no valid 1-5 integer score: {shown}")
+    absent = [d for d in DIMENSIONS if d not in found]
+    invalid = {d: found[d] for d in DIMENSIONS if d in found and d not in scores}
+    reasons = []
+    if absent:
+        reasons.append(f"incomplete: missing {', '.join(absent)}")
+    if invalid:
+        reasons.append("invalid: " + ", ".join(f"{d}={v!r}" for d, v in invalid.items()))
     return JudgeScore(
         scores=scores,
-        total=sum(scores.values()) / len(scores),
+        total=None if reasons else sum(scores.values()) / len(scores),
         strengths=_str_list(found.get("strengths")),
         weaknesses=_str_list(found.get("weaknesses")),
-        raw=raw,
+        absent=absent,
+        invalid=invalid,
+        error="; ".join(reasons) or None,
+        **kept,
     )
 
 
@@ -305,31 +346,44 @@ def _sampling_for(sampling: SamplingParams, attempt: int) -> SamplingParams:
     return replace(sampling, seed=sampling.seed + attempt)
 
 
+@dataclass
+class _Asked(Generic[T]):
+    """What :func:`_ask` got: the last answer read (``parsed``, ``None`` if no call
+    returned) and its generation, and the failure of the last attempt (``None`` on success)."""
+
+    parsed: T | None
+    generation: Generation | None
+    error: str | None
+    attempts: int
+
+
 async def _ask(
     model: ChatModel,
     messages: list[Message],
     sampling: SamplingParams,
     retries: int,
-    parse: Callable[[str], T],
-    usable: Callable[[T], bool],
-    describe: Callable[[T], str],
-) -> tuple[T | None, str, str | None, int]:
-    """Call ``model`` until ``parse`` gives a usable answer, at most ``max(1, retries)``
-    times. Returns ``(parsed or None, last raw text, error or None, attempts)``."""
+    read: Callable[[Generation], T],
+    failure: Callable[[T, Generation], str | None],
+) -> _Asked[T]:
+    """Call ``model`` until ``failure(read(generation), generation)`` is ``None``, at most
+    ``max(1, retries)`` times. A model exception is a failed attempt
+    (``ClassName: message``); the error of a failed run is the last attempt's reason
+    followed by ``(N attempt(s) failed)``."""
     attempts = max(1, retries)
-    raw, error = "", None
+    asked: _Asked[T] = _Asked(None, None, None, attempts)
     for k in range(attempts):
         try:
             gen = await model.generate(messages, _sampling_for(sampling, k))
         except Exception as e:  # noqa: BLE001 — a failing model is a counted outcome
-            error = f"{type(e).__name__}: {e}"
+            asked.error = f"{type(e).__name__}: {e}"
             continue
-        raw = gen.text or ""
-        parsed = parse(raw)
-        if usable(parsed):
-            return parsed, raw, None, k + 1
-        error = describe(parsed)
-    return None, raw, f"{attempts} attempt(s) failed; last: {error}", attempts
+        asked.parsed, asked.generation = read(gen), gen
+        asked.error = failure(asked.parsed, gen)
+        if asked.error is None:
+            asked.attempts = k + 1
+            return asked
+    asked.error = f"{asked.error} ({attempts} attempt(s) failed)"
+    return asked
 
 
 async def judge_score(
@@ -350,28 +404,29 @@ async def judge_score(
         sampling: the judge's decoding settings; on retry ``k`` the seed (if any) is
             increased by ``k``.
         retries: model calls at most (values below 1 mean 1). A call is repeated when the
-            model raises or its answer has no valid score.
+            model raises or its answer is not a complete judgement (truncated, a dimension
+            missing or invalid, nothing readable).
 
     Returns:
-        the first usable :class:`JudgeScore`; after the last failed attempt, one with
-        empty ``scores``, ``total=None``, the last raw answer and ``error`` describing
-        the last failure. Never raises for model failures (``asyncio.CancelledError``
-        still propagates).
+        the first complete :class:`JudgeScore`; after the last failed attempt, the last
+        answer received as read (its raw text, ``finish_reason``, ``absent``, ``invalid``;
+        empty if every call raised) with ``total=None`` and ``error`` giving the last
+        attempt's reason and the number of attempts. Never raises for model failures
+        (``asyncio.CancelledError`` still propagates).
     """
-    messages = build_score_messages(row, predicted)
-    parsed, raw, error, attempts = await _ask(
+    asked = await _ask(
         model,
-        messages,
+        build_score_messages(row, predicted),
         sampling,
         retries,
-        parse_score,
-        lambda s: s.error is None,
-        lambda s: s.error or "",
+        lambda gen: parse_score(gen.text, gen.finish_reason),
+        lambda s, gen: s.error,
     )
-    if parsed is None:
-        return JudgeScore(raw=raw, error=error, attempts=attempts)
-    parsed.attempts = attempts
-    return parsed
+    score = asked.parsed or JudgeScore()
+    if asked.error is not None:
+        score = replace(score, error=asked.error)
+    score.attempts = asked.attempts
+    return score
 
 
 # -------------------------------------------------------------------------- pairwise
@@ -514,10 +569,14 @@ class PairwiseVerdict:
             indistinguishable; ``closer``: the candidate was judged closer). ``None`` if
             no ordering gave a valid verdict.
         valid: orderings with a valid verdict (0–2).
-        error: the failures of orderings without a valid verdict, else ``None``.
-        raw: the judge's last raw answer per ordering.
+        error: the failures of orderings without a valid verdict, each prefixed with its
+            ordering, else ``None``.
+        raw: the judge's last raw answer per ordering (``""`` if every call raised).
         orderings: what was shown as A and B in each ordering, e.g.
             ``[("real", "predicted"), ("predicted", "real")]``.
+        finish_reasons: ``finish_reason`` of the last answer per ordering.
+        errors: the failure per ordering (``kind: detail (N attempt(s) failed)``), ``None``
+            where the verdict is valid.
     """
 
     mode: Literal["real", "closer"]
@@ -527,9 +586,17 @@ class PairwiseVerdict:
     error: str | None = None
     raw: list[str] = field(default_factory=list)
     orderings: list[tuple[str, str]] = field(default_factory=list)
+    finish_reasons: list[str | None] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _choice_failure(choice: str | None, gen: Generation) -> str | None:
+    if gen.finish_reason == "length":  # the last <answer> may be the one never written
+        return _TRUNCATED_LENGTH
+    return None if choice is not None else "unreadable: no <answer>A</answer> or <answer>B</answer> found"
 
 
 async def _pairwise(
@@ -542,36 +609,29 @@ async def _pairwise(
     sampling: SamplingParams,
     retries: int,
 ) -> PairwiseVerdict:
-    async def one(order: tuple[str, str]):
+    async def one(order: tuple[str, str]) -> _Asked[str | None]:
         messages = build(items[order[0]], items[order[1]])
-        return await _ask(
-            model,
-            messages,
-            sampling,
-            retries,
-            parse_choice,
-            lambda c: c is not None,
-            lambda c: "no <answer>A</answer> or <answer>B</answer> found",
-        )
+        return await _ask(model, messages, sampling, retries, lambda gen: parse_choice(gen.text), _choice_failure)
 
     results = await asyncio.gather(*(one(o) for o in orderings))
-    verdicts, raws, errors, favoured = [], [], [], []
-    for order, (choice, raw, error, _) in zip(orderings, results):
+    verdicts, favoured = [], []
+    for order, asked in zip(orderings, results):
+        choice = None if asked.error else asked.parsed
         verdicts.append(choice)
-        raws.append(raw)
-        if choice is None:
-            errors.append(f"order {order[0]}/{order[1]}: {error}")
-        else:
+        if choice is not None:
             favoured.append(order["AB".index(choice)] == under_test)
+    errors = [a.error for a in results]
     valid = len(favoured)
     return PairwiseVerdict(
         mode=mode,
         verdicts=verdicts,
         wins=sum(favoured) / valid if valid else None,
         valid=valid,
-        error="; ".join(errors) or None,
-        raw=raws,
+        error="; ".join(f"order {o[0]}/{o[1]}: {e}" for o, e in zip(orderings, errors) if e) or None,
+        raw=[(a.generation.text or "") if a.generation else "" for a in results],
         orderings=list(orderings),
+        finish_reasons=[a.generation.finish_reason if a.generation else None for a in results],
+        errors=errors,
     )
 
 

@@ -2,8 +2,12 @@
 
 Deterministic metrics are means over the rows that produced a prediction, ×100; rows
 whose generation failed are counted in ``failed``, never dropped silently. Judge scores
-follow AgentWorldBench: a row's score is the mean of its valid dimensions (1–5),
-reported as (x − 1) / 4 × 100; the headline is the macro mean over domains.
+follow AgentWorldBench: a row's score is the mean of its five dimensions (1–5), reported
+as (x − 1) / 4 × 100; the headline is the macro mean over domains. Only complete
+judgements count (all five dimensions present, each an integer 1–5, the answer not cut);
+the rest are counted in ``judge_failed``, with ``judge_incomplete`` (a dimension missing
+or invalid) and ``judge_truncated`` (the judge's answer cut short) among them, and their
+kinds in ``judge_errors``.
 """
 
 from __future__ import annotations
@@ -44,14 +48,23 @@ def _group(records: list[dict]) -> dict:
     judged = [r["judge"] for r in records if "judge" in r]
     if judged:
         mode = judged[0]["mode"]
-        # A pairwise verdict counts when at least one ordering gave an answer.
-        valid = [j for j in judged if (j.get("total") if mode == "score" else j.get("wins")) is not None]
-        g["judge_failed"] = len(records) - len(valid)
+        g["judge_truncated"] = sum(1 for j in judged if "truncated" in _judge_error_kinds(j))
         if mode == "score":
+            valid = [j for j in judged if j.get("error") is None and j.get("total") is not None]
             g["judge_score"] = round(normalize(mean(j["total"] for j in valid)), 2) if valid else None
-        else:
+            g["judge_incomplete"] = sum(1 for j in judged if j.get("absent") or j.get("invalid"))
+        else:  # a pairwise verdict counts when at least one ordering gave an answer
+            valid = [j for j in judged if j.get("wins") is not None]
             g["judge_wins"] = _pct([j["wins"] for j in valid])
+        g["judge_failed"] = len(records) - len(valid)
     return g
+
+
+def _judge_error_kinds(judge: dict) -> list[str]:
+    """The kind (``truncated``, ``incomplete``, ``ConnectionError`` …) of each failure in a
+    judge record: its ``error``, or for a pairwise verdict each ordering's."""
+    errors = judge.get("errors") or [judge.get("error")]
+    return [e.split(":")[0] for e in errors if e]
 
 
 def summarize(records: list[dict], run_info: dict) -> dict:
@@ -73,6 +86,7 @@ def summarize(records: list[dict], run_info: dict) -> dict:
         "failed": micro["failed"],
         "errors": dict(Counter((r["error"] or "").split(":")[0] for r in records if r.get("error"))),
         "parse_issues": dict(issues),
+        "judge_errors": dict(Counter(k for r in records if "judge" in r for k in _judge_error_kinds(r["judge"]))),
         "macro": macro,
         "micro": {m: micro.get(m) for m in headline},
         "domains": domains,
@@ -82,7 +96,8 @@ def summarize(records: list[dict], run_info: dict) -> dict:
 
 def _columns(groups: dict[str, dict]) -> list[str]:
     return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
-                        "judge_score", "judge_wins", "judge_failed") if any(c in g for g in groups.values())]
+                        "judge_score", "judge_wins", "judge_failed", "judge_incomplete", "judge_truncated")
+            if any(c in g for g in groups.values())]
 
 
 def _table(title: str, groups: dict[str, dict], first: str) -> Table:
@@ -105,6 +120,8 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     errors = f" {summary['errors']}" if summary["errors"] else ""
     console.print(f"rows {summary['rows']}, failed {summary['failed']}{errors}, "
                   f"parse issues {summary['parse_issues'] or 'none'}")
+    if summary.get("judge_errors"):
+        console.print(f"judge failures {summary['judge_errors']}")
 
 
 def to_markdown(summary: dict) -> str:
@@ -117,6 +134,7 @@ def to_markdown(summary: dict) -> str:
         return "\n".join(lines)
 
     run = summary["run"]
+    judge_errors = f"; judge failures: `{dumps(summary['judge_errors'])}`" if summary.get("judge_errors") else ""
     return "\n\n".join([
         f"# lwm eval: {run.get('model')}",
         f"lwm {run.get('lwm_version')}, finished {run.get('finished_at')}; data `{run.get('data')}`.  \n"
@@ -126,7 +144,7 @@ def to_markdown(summary: dict) -> str:
         "## By turn depth", md(summary["depth"], "turn"),
         f"Macro: `{dumps(summary['macro'])}`  \nMicro: `{dumps(summary['micro'])}`",
         f"Rows: {summary['rows']}; failed: {summary['failed']} {dumps(summary['errors'])}; "
-        f"parse issues: `{dumps(summary['parse_issues'])}`",
+        f"parse issues: `{dumps(summary['parse_issues'])}`{judge_errors}",
     ]) + "\n"
 
 

@@ -85,8 +85,11 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     """Read AgentWorldBench rows from one file or a directory: its ``*_test.jsonl`` files,
     or, when it has none, those of its sub-directories (e.g. one ``lwm collect`` per domain).
 
+    An empty file among others is reported on stderr.
+
     Raises:
-        DataNotFoundError: no such file or no ``*_test.jsonl`` in the directory.
+        DataNotFoundError: no such file, not a regular file or directory, no ``*_test.jsonl``
+            in the directory, or every file found is empty (names the files).
         RowFormatError: a malformed line (names file and line).
     """
     data = Path(data)
@@ -96,9 +99,21 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
             raise DataNotFoundError(f"no *_test.jsonl files in {data}")
     elif data.is_file():
         files = [data]
+    elif data.exists():
+        raise DataNotFoundError(f"{data} is not a regular file or a directory")
     else:
         raise DataNotFoundError(f"{data} does not exist")
-    rows = [r for f in files for r in read_rows(f) if not domains or r.domain in domains]
+    rows, empty = [], []
+    for f in files:
+        file_rows = list(read_rows(f))
+        rows += file_rows
+        if not file_rows:
+            empty.append(str(f))
+    if empty:
+        if not rows:
+            raise DataNotFoundError(f"no rows: {', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty")
+        print(f"warning: no rows in {', '.join(empty)} (empty)", file=sys.stderr)
+    rows = [r for r in rows if not domains or r.domain in domains]
     return rows[:limit] if limit else rows
 
 
@@ -166,7 +181,11 @@ async def judge_rows(
     rows: list[BenchRow], records: dict[str, dict], judge: ChatModel, config: EvalConfig,
     *, show_progress: bool = True,
 ) -> dict[str, dict]:
-    """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts."""
+    """Judge every predicted row not yet in ``judgments.partial.jsonl``; return all verdicts.
+
+    Each verdict record is ``{"key": …}`` plus :meth:`lwm.eval.judge.JudgeScore.to_dict` (mode
+    ``score``) or :meth:`lwm.eval.judge.PairwiseVerdict.to_dict`, so the judge's raw text and
+    ``finish_reason`` are kept with every verdict, failures included."""
     from lwm.eval import judge as J
 
     baseline = load_baseline(config) if config.judge_mode == "closer" else {}
@@ -178,8 +197,7 @@ async def judge_rows(
         pred = records[key]["observation"]
         if config.judge_mode == "score":
             s = await J.judge_score(judge, row, pred, config.judge_sampling)
-            return {"key": key, "mode": "score", "scores": s.scores, "total": s.total, "error": s.error,
-                    "strengths": s.strengths, "weaknesses": s.weaknesses}
+            return {"key": key, "mode": "score", **s.to_dict()}
         if config.judge_mode == "real":
             v = await J.judge_which_real(judge, row, pred, config.judge_sampling)
         else:
@@ -187,8 +205,7 @@ async def judge_rows(
             if other is None:
                 return {"key": key, "mode": "closer", "wins": None, "error": "no baseline prediction for this row"}
             v = await J.judge_which_closer(judge, row, pred, other, config.judge_sampling)
-        return {"key": key, "mode": config.judge_mode, "wins": v.wins, "verdicts": v.verdicts,
-                "valid": v.valid, "error": v.error}
+        return {"key": key, **v.to_dict()}
 
     report = await arun_jobs([(k, (k, r)) for k, r in predicted], one,
                              journal=Path(config.out) / "judgments.partial.jsonl", key="key",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+from lwm.errors import ModelUnavailableError
 from lwm.models.base import Generation, Message, SamplingParams, approx_tokens
 
 
@@ -12,7 +14,11 @@ class OpenAIChatModel:
     """A world model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     Uses the ``openai`` SDK's async client, whose retries back off exponentially on
-    transient errors (connection errors, 408, 409, 429, 5xx).
+    transient errors (connection errors, 408, 409, 429, 5xx). An answer without a
+    completion (an HTTP 200 whose body is an error object, ``{"error": {"message": …}}``
+    or vLLM's ``{"object": "error", "message": …}``, or an event stream ending in an
+    error event) raises :class:`~lwm.errors.ModelUnavailableError` with the server's
+    own message; the SDK alone would fail on it with a ``TypeError``.
 
     Args:
         model: the served model name.
@@ -42,6 +48,18 @@ class OpenAIChatModel:
         self._slots = asyncio.Semaphore(concurrency)
 
     async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
+        """One chat completion.
+
+        Returns:
+            the :class:`Generation` with ``finish_reason``, ``prompt_tokens`` and
+            ``completion_tokens`` as the server reported them (``None`` where it did not).
+
+        Raises:
+            ModelUnavailableError: the server answered without a completion (its message
+                is quoted).
+            openai.APIError: the request failed after the SDK's retries (connection,
+                timeout, HTTP error status).
+        """
         kwargs: dict[str, Any] = dict(
             model=self.name,
             messages=messages,
@@ -56,7 +74,10 @@ class OpenAIChatModel:
         if sampling.extra_body:
             kwargs["extra_body"] = sampling.extra_body
         async with self._slots:
-            resp = await self._client.chat.completions.create(**kwargs)
+            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+        resp = raw.parse()
+        if isinstance(resp, str) or not resp.choices or resp.choices[0].message is None:
+            raise ModelUnavailableError(f"{self.base_url}: {_no_completion(raw.http_response.text)}")
         choice = resp.choices[0]
         msg = choice.message
         # vLLM/SGLang put parsed reasoning in `reasoning_content` (newer vLLM: `reasoning`).
@@ -76,3 +97,27 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _no_completion(body: str) -> str:
+    """Why ``body`` (a 200 answer without a completion) holds none, in the server's words
+    when it gave any: the message of its error object, or of the last error event of an
+    event stream (``data: {...}`` lines, as OpenAI-compatible servers stream)."""
+    events = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+    for chunk in reversed(events or [body]):
+        try:
+            obj = json.loads(chunk)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        error = obj.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return f"the server answered with an error: {error['message']}"
+        if isinstance(error, str) and error:
+            return f"the server answered with an error: {error}"
+        if obj.get("object") == "error" and obj.get("message"):
+            return f"the server answered with an error: {obj['message']}"
+    if events:
+        return "the server answered with an event stream, which was not requested"
+    return f"the server answered without a completion: {body[:300]!r}"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import json_repair
 import pytest
+from conftest import make_data, oracle
+from servers import chat_stub, completion
 
 from lwm import domains
 from lwm.domains.rubrics import GENERIC, rubric_for
@@ -22,7 +25,9 @@ from lwm.eval.judge import (
     parse_choice,
     parse_score,
 )
-from lwm.models.base import FunctionChatModel, SamplingParams
+from lwm.eval.runner import EvalConfig, evaluate
+from lwm.models import load_model
+from lwm.models.base import FunctionChatModel, Generation, SamplingParams
 from lwm.schema import (
     OBSERVATION_MARKER,
     TRAILING_INSTRUCTION,
@@ -163,16 +168,23 @@ def test_parse_score_accepts_numeric_strings_integral_floats_and_nested():
     )
     s = parse_score(nested)
     assert s.scores == {"format": 2, "quality": 4}
-    assert s.total == pytest.approx(3.0)
+    # two dimensions of five: read, recorded, but not a judgement that counts
+    assert s.total is None and s.absent == ["factuality", "consistency", "realism"]
+    assert s.error == "incomplete: missing factuality, consistency, realism"
+    nested = '<final_evaluation>{"scores": {"format": 2, "factuality": 3, "consistency": 3, "realism": 3, ' \
+        '"quality": 4}}</final_evaluation>'
+    assert parse_score(nested).total == pytest.approx(3.0)
 
 
 def test_parse_score_ignores_out_of_range_and_non_integers():
     text = _final({"format": 0, "factuality": 6, "consistency": 4.5, "realism": True, "quality": 2})
     s = parse_score(text)
-    assert s.error is None
+    # issue 16: invalid dimensions are no longer averaged away; the judgement fails
+    assert s.error == "invalid: format=0, factuality=6, consistency=4.5, realism=True"
     assert s.scores == {"quality": 2}
-    assert s.total == 2.0
+    assert s.total is None
     assert s.missing == ["format", "factuality", "consistency", "realism"]
+    assert s.absent == [] and s.invalid == {"format": 0, "factuality": 6, "consistency": 4.5, "realism": True}
 
 
 def test_parse_score_all_invalid_sets_error():
@@ -460,3 +472,171 @@ async def test_which_closer_position_biased_judge_gives_half():
     judge = FunctionChatModel(lambda m: "<answer>B</answer>")
     v = await judge_which_closer(judge, _rows()[0], "x", "y", SAMPLING)
     assert v.verdicts == ["B", "B"] and v.wins == 0.5
+
+
+# ------------------------------------------- issue 16: complete judgements, kept raw text
+
+
+class Answers(FunctionChatModel):
+    """The FunctionChatModel seam with a finish reason: ``fn(messages) -> (text, finish_reason)``."""
+
+    async def generate(self, messages, sampling):
+        text, finish_reason = self.fn(messages)
+        return Generation(text=text, finish_reason=finish_reason)
+
+
+FIVE = {"format": 5, "factuality": 4, "consistency": 4, "realism": 3, "quality": 4}
+# a judge stopped by max_tokens inside its score block: all five scores already written
+CUT = '<final_evaluation>\n{"format": 5, "factuality": 4, "consistency": 4, "realism": 3, "quality": 4, "stren'
+
+
+def test_cut_score_block_is_never_repaired_into_a_judgement():
+    # json_repair alone would complete the cut object, with all five dimensions
+    assert {d: v for d, v in json_repair.loads(CUT.split(">", 1)[1]).items() if d in DIMENSIONS} == FIVE
+    s = parse_score(CUT, "length")
+    assert s.error == "truncated: finish_reason=length" and s.total is None and s.scores == {}
+    assert s.raw == CUT and s.finish_reason == "length"
+    s = parse_score(CUT, "stop")  # a server that says "stop" does not make the block whole
+    assert s.error == "truncated: <final_evaluation> not closed" and s.total is None
+    s = parse_score(_final(ALL_FOUR) + "\nOn reflection:\n" + CUT)  # a closed block before the cut one
+    assert s.error == "truncated: <final_evaluation> not closed"
+    # a closed block followed by more text that ran into max_tokens: the last word is unknown
+    assert parse_score(_final(ALL_FOUR) + "\nOn reflection", "length").error == "truncated: finish_reason=length"
+    assert parse_score("<think>" + _final(ALL_FOUR) + " hmm, let me re", "length").total is None
+    assert parse_score(_final(ALL_FOUR), "stop").total == 4.0
+
+
+def test_mentioning_the_tag_before_the_block_is_not_a_cut():
+    s = parse_score("I end with the <final_evaluation> block:\n" + _final(FIVE))
+    assert s.error is None and s.scores == FIVE
+
+
+@pytest.mark.parametrize(
+    "scores, error, absent, invalid",
+    [
+        ({**FIVE, "quality": None}, "invalid: quality=None", [], {"quality": None}),
+        ({d: v for d, v in FIVE.items() if d != "quality"}, "incomplete: missing quality", ["quality"], {}),
+        ({**FIVE, "realism": "high"}, "invalid: realism='high'", [], {"realism": "high"}),
+        ({**FIVE, "realism": "6"}, "invalid: realism='6'", [], {"realism": "6"}),
+        ({**FIVE, "realism": 6}, "invalid: realism=6", [], {"realism": 6}),
+        ({**FIVE, "realism": "4/10"}, "invalid: realism='4/10'", [], {"realism": "4/10"}),
+        ({**FIVE, "realism": 3.5}, "invalid: realism=3.5", [], {"realism": 3.5}),
+        ({"format": 4, "factuality": 0}, "incomplete: missing consistency, realism, quality; invalid: factuality=0",
+         ["consistency", "realism", "quality"], {"factuality": 0}),
+    ],
+)
+def test_incomplete_or_invalid_dimension_fails_and_is_recorded(scores, error, absent, invalid):
+    s = parse_score(_final(scores))
+    assert s.error == error and s.total is None and s.normalized is None
+    assert s.absent == absent and s.invalid == invalid
+    assert s.scores == {d: v for d, v in scores.items() if isinstance(v, int) and 1 <= v <= 5}
+
+
+def test_tolerant_json_trailing_commas_single_quotes_and_string_scores():
+    trailing = '<final_evaluation>{"format": 5, "factuality": 4, "consistency": 4, "realism": 3, "quality": 4,' \
+        ' "strengths": ["prompt right",], "weaknesses": [],}</final_evaluation>'
+    s = parse_score(trailing)
+    assert s.error is None and s.scores == FIVE and s.total == pytest.approx(4.0) and s.strengths == ["prompt right"]
+    single = "<final_evaluation>{'format': 5, 'factuality': 4, 'consistency': 4, 'realism': 3, 'quality': 4, " \
+        "'strengths': ['exact prompt', \"the file's name\"], 'weaknesses': ['missing line']}</final_evaluation>"
+    s = parse_score(single)
+    assert s.error is None and s.scores == FIVE
+    assert s.strengths == ["exact prompt", "the file's name"] and s.weaknesses == ["missing line"]
+    # "4/5" in JSON that is otherwise malformed (unquoted fraction, trailing comma) is still 4
+    fractions = '<final_evaluation>{"format": 4/5, "factuality": "4/5", "consistency": "4", "realism": " 3 / 5 ", ' \
+        '"quality": 4.0,}</final_evaluation>'
+    s = parse_score(fractions)
+    assert s.error is None and s.scores == {"format": 4, "factuality": 4, "consistency": 4, "realism": 3, "quality": 4}
+    # a closed block of "name: score" lines, without braces
+    s = parse_score("<final_evaluation>\n" + "\n".join(f"{d}: {v}" for d, v in FIVE.items()) + "\n</final_evaluation>")
+    assert s.error is None and s.scores == FIVE
+
+
+async def test_judge_score_retries_a_cut_answer_and_keeps_the_final_raw_text():
+    answers = iter([(CUT, "length"), (_final(FIVE), "stop")])
+    s = await judge_score(Answers(lambda m: next(answers)), _rows()[1], "pred", SAMPLING, retries=3)
+    assert s.error is None and s.attempts == 2 and s.total == pytest.approx(4.0)
+    assert s.raw == _final(FIVE) and s.finish_reason == "stop"
+
+
+async def test_judge_score_failure_keeps_raw_text_finish_reason_and_dimensions():
+    calls = []
+
+    def fn(messages):
+        calls.append(1)
+        return (CUT, "length") if len(calls) < 3 else (_final({**FIVE, "quality": "6"}), "stop")
+
+    s = await judge_score(Answers(fn), _rows()[1], "pred", SAMPLING, retries=3)
+    assert len(calls) == 3
+    assert s.error == "invalid: quality='6' (3 attempt(s) failed)" and s.total is None
+    assert s.raw == _final({**FIVE, "quality": "6"}) and s.finish_reason == "stop"
+    assert s.invalid == {"quality": "6"} and s.attempts == 3
+    s = await judge_score(Answers(lambda m: (CUT, "length")), _rows()[1], "pred", SAMPLING, retries=2)
+    assert s.error == "truncated: finish_reason=length (2 attempt(s) failed)"
+    assert s.raw == CUT and s.finish_reason == "length" and s.to_dict()["raw"] == CUT
+
+
+async def test_pairwise_keeps_raw_text_and_finish_reason_of_both_orders():
+    def fn(messages):
+        a, _ = _blocks(messages)
+        if a == SCREEN_2:
+            return "The real one is A.\n<answer>A</answer>", "stop"
+        return "<answer>A</answer> although, looking again at the prompt line, B sh", "length"
+
+    v = await judge_which_real(Answers(fn), _rows()[1], "FAKE", SAMPLING, retries=2)
+    assert v.verdicts == ["A", None] and v.valid == 1 and v.wins == 0.0
+    assert v.raw == ["The real one is A.\n<answer>A</answer>", "<answer>A</answer> although, looking again at "
+                     "the prompt line, B sh"]
+    assert v.finish_reasons == ["stop", "length"]
+    assert v.errors == [None, "truncated: finish_reason=length (2 attempt(s) failed)"]
+    assert v.error == "order predicted/real: truncated: finish_reason=length (2 attempt(s) failed)"
+    d = v.to_dict()
+    assert d["raw"] == v.raw and d["finish_reasons"] == ["stop", "length"]
+
+
+async def test_pairwise_unreadable_answer_is_kept():
+    v = await judge_which_closer(Answers(lambda m: ("Both are fine.", "stop")), _rows()[0], "x", "y", SAMPLING,
+                                 retries=1)
+    assert v.raw == ["Both are fine.", "Both are fine."] and v.wins is None
+    assert v.errors == ["unreadable: no <answer>A</answer> or <answer>B</answer> found (1 attempt(s) failed)"] * 2
+
+
+def _stub_judge_answer(body):
+    """A judge server's answers, chosen by the current action of the row (echo 0-1 … 0-4)."""
+    action = body["messages"][-1]["content"].split("## Current action")[1]
+    if "echo 0-1" in action:  # complete, in sloppy JSON
+        return completion("<final_evaluation>{'format': 5, 'factuality': '4/5', 'consistency': \"4\", 'realism': 4, "
+                          "'quality': 3, 'strengths': ['prompt right'], 'weaknesses': ['wrong echo',],}"
+                          "</final_evaluation>")
+    if "echo 0-2" in action:  # stopped by max_tokens inside the block
+        return completion(CUT, "length")
+    if "echo 0-3" in action:
+        return completion(_final({d: v for d, v in FIVE.items() if d != "quality"}))
+    return completion(_final({**FIVE, "realism": "6"}))
+
+
+async def test_judge_failures_through_the_runner_with_a_judge_server(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=4)
+    with chat_stub(_stub_judge_answer) as (base_url, log):
+        judge = load_model("stub-judge", base_url=base_url)
+        summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), FunctionChatModel(oracle), judge=judge,
+                                 show_progress=False)
+        await judge.aclose()
+    assert len(log) == 1 + 3 * 3  # the three failed rows are asked three times each
+    terminal = summary["domains"]["terminal"]
+    assert terminal["judge_score"] == 75.0  # only the complete judgement: mean 4 → 75
+    assert (terminal["judge_failed"], terminal["judge_incomplete"], terminal["judge_truncated"]) == (3, 2, 1)
+    assert summary["micro"]["judge_score"] == 75.0 and summary["macro"]["judge_score"] == 75.0
+    assert summary["judge_errors"] == {"truncated": 1, "incomplete": 1, "invalid": 1}
+    records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    ok, cut, missing, invalid = (r["judge"] for r in records)
+    assert ok["error"] is None and ok["total"] == 4.0 and ok["strengths"] == ["prompt right"]
+    assert ok["weaknesses"] == ["wrong echo"] and ok["finish_reason"] == "stop" and ok["raw"].startswith("<final_")
+    assert cut["raw"] == CUT and cut["finish_reason"] == "length" and cut["total"] is None
+    assert cut["error"] == "truncated: finish_reason=length (3 attempt(s) failed)"
+    assert missing["absent"] == ["quality"] and missing["invalid"] == {} and missing["error"].startswith("incomplete")
+    assert invalid["invalid"] == {"realism": "6"} and invalid["error"].startswith("invalid: realism='6'")
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "| judge_score | judge_failed | judge_incomplete | judge_truncated |" in report
+    assert "| 75.0 | 3 | 2 | 1 |" in report
+    assert 'judge failures: `{"truncated": 1, "incomplete": 1, "invalid": 1}`' in report

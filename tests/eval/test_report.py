@@ -30,3 +30,33 @@ def test_macro_micro_and_failures():
     assert s["depth"]["9+"]["rows"] == 1 and s["depth"]["3-4"]["rows"] == 3
     md = to_markdown(s)
     assert "| terminal | 4 | 0 |" in md and "judge_score" in md
+
+
+def test_judge_failures_are_counted_and_only_complete_judgements_score():
+    complete = {"mode": "score", "total": 4.0, "error": None, "absent": [], "invalid": {}}
+    cut = {"mode": "score", "total": None, "error": "truncated: finish_reason=length (3 attempt(s) failed)",
+           "absent": [], "invalid": {}, "finish_reason": "length"}
+    missing = {"mode": "score", "total": None, "error": "incomplete: missing quality (3 attempt(s) failed)",
+               "absent": ["quality"], "invalid": {}}
+    invalid = {"mode": "score", "total": None, "error": "invalid: realism='6' (3 attempt(s) failed)",
+               "absent": [], "invalid": {"realism": "6"}}
+    down = {"mode": "score", "total": None, "error": "ConnectionError: refused (3 attempt(s) failed)"}
+    records = [rec("web", t, 1.0) | {"judge": j} for t, j in enumerate([complete, cut, missing, invalid, down], 1)]
+    records.append(rec("terminal", 1, 1.0) | {"judge": complete | {"total": 5.0}})
+    s = summarize(records, {"model": "m"})
+    web = s["domains"]["web"]
+    assert web["judge_score"] == 75.0 and s["domains"]["terminal"]["judge_score"] == 100.0
+    assert (web["judge_failed"], web["judge_incomplete"], web["judge_truncated"]) == (4, 2, 1)
+    assert s["domains"]["terminal"]["judge_failed"] == 0 and s["domains"]["terminal"]["judge_incomplete"] == 0
+    assert s["judge_errors"] == {"truncated": 1, "incomplete": 1, "invalid": 1, "ConnectionError": 1}
+    md = to_markdown(s)
+    assert "| web | 5 | 0 | 0 | 0 | 100.0 | 100.0 | 100.0 | 75.0 | 4 | 2 | 1 |" in md
+    assert 'judge failures: `{"truncated": 1, "incomplete": 1, "invalid": 1, "ConnectionError": 1}`' in md
+
+
+def test_pairwise_truncations_are_counted_per_row():
+    real = {"mode": "real", "wins": 0.0, "valid": 1, "verdicts": ["A", None], "finish_reasons": ["stop", "length"],
+            "errors": [None, "truncated: finish_reason=length (3 attempt(s) failed)"]}
+    s = summarize([rec("web", 1, 1.0) | {"judge": real}], {"model": "m"})
+    assert s["domains"]["web"]["judge_truncated"] == 1 and s["domains"]["web"]["judge_failed"] == 0
+    assert "judge_incomplete" not in s["domains"]["web"] and s["judge_errors"] == {"truncated": 1}

@@ -3,21 +3,12 @@
 import json
 
 import pytest
-from conftest import make_data
+from conftest import make_data, oracle
 
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
-
-
-def oracle(messages):
-    """Answers with the real observation for even echo numbers, garbage otherwise."""
-    action = messages[-1]["content"]
-    tag = action.split("echo ")[1].split("\\n")[0]
-    if int(tag.split("-")[1]) % 2 == 0:
-        return f"<think>echo prints</think><predicted_observation>root@sandbox:/app# echo {tag}\n{tag}\nroot@sandbox:/app#</predicted_observation>"
-    return "no idea"
 
 
 async def test_scores_and_counts(tmp_path):
@@ -103,6 +94,21 @@ def test_load_rows_errors(tmp_path):
     (bad / "web_test.jsonl").write_text('{"task": "web"}\n')
     with pytest.raises(RowFormatError, match="web_test.jsonl:1"):
         load_rows(bad)
+    with pytest.raises(DataNotFoundError, match="^/dev/zero is not a regular file or a directory$"):
+        load_rows("/dev/zero")  # not "does not exist", and not read forever
+
+
+def test_empty_data_files_are_named(tmp_path, capsys):
+    data = make_data(tmp_path, episodes=1, turns=2)
+    (data / "web_test.jsonl").write_text("\n")
+    assert len(load_rows(data)) == 2
+    assert capsys.readouterr().err == f"warning: no rows in {data / 'web_test.jsonl'} (empty)\n"
+    (data / "terminal_test.jsonl").write_text("")
+    with pytest.raises(DataNotFoundError) as e:
+        load_rows(data)
+    assert str(e.value) == f"no rows: {data / 'terminal_test.jsonl'}, {data / 'web_test.jsonl'} are empty"
+    with pytest.raises(DataNotFoundError, match=f"^no rows: {data / 'web_test.jsonl'} is empty$"):
+        load_rows(data / "web_test.jsonl")
 
 
 def test_row_keys_are_stable_and_distinct(tmp_path):

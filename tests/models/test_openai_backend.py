@@ -1,9 +1,13 @@
 """The OpenAI-compatible backend against real HTTP servers."""
 
+import json
+
 import pytest
 from conftest import make_data
-from servers import free_port, lwm_serve_model, vllm_style_server
+from servers import chat_stub, completion, free_port, lwm_serve_model, vllm_style_server
+from starlette.responses import Response
 
+from lwm.errors import ModelUnavailableError
 from lwm.eval.runner import EvalConfig, evaluate
 from lwm.models import load_model
 from lwm.models.base import SamplingParams
@@ -79,3 +83,53 @@ def test_prompt_cache_counts_whole_states():
     per_state = state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
     assert state.scores.nbytes > state.llama_state_size  # what the library's own count leaves out
     assert cache.cache_size <= 300 << 20 and len(cache.cache_state) == min(6, (300 << 20) // per_state)
+
+
+SSE_ERROR = (
+    'data: {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+    'data: {"error": {"message": "CUDA out of memory", "type": "InternalServerError"}}\n\n'
+)
+
+
+@pytest.mark.parametrize("answer, message", [
+    ({"error": {"message": "model 'x' not found", "type": "invalid_request_error"}},
+     "the server answered with an error: model 'x' not found"),
+    ({"object": "error", "message": "This model's maximum context length is 2048 tokens.", "type": "BadRequestError",
+      "param": None, "code": 400},  # vLLM's ErrorResponse
+     "the server answered with an error: This model's maximum context length is 2048 tokens."),
+    ({"error": "upstream timed out"}, "the server answered with an error: upstream timed out"),
+    (Response(SSE_ERROR, media_type="text/event-stream"), "the server answered with an error: CUDA out of memory"),
+    ({"id": "x", "object": "chat.completion", "choices": [], "model": "m"}, "the server answered without a completion"),
+])
+async def test_error_answers_with_status_200_raise_the_servers_message(answer, message):
+    with chat_stub(lambda body: answer) as (base_url, log):
+        model = load_model("served", base_url=base_url)
+        with pytest.raises(ModelUnavailableError) as e:
+            await model.generate(MESSAGES, SamplingParams())
+        assert str(e.value).startswith(f"{base_url}: {message}") and len(log) == 1
+        await model.aclose()
+
+
+async def test_error_answers_are_counted_with_the_servers_message(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=2)
+    answer = {"object": "error", "message": "prompt too long", "type": "BadRequestError", "code": 400}
+    with chat_stub(lambda body: answer) as (base_url, _):
+        model = load_model("served", base_url=base_url)
+        summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), model, show_progress=False)
+        await model.aclose()
+    assert summary["failed"] == 2 and summary["errors"] == {"ModelUnavailableError": 2}
+    record = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
+    assert record["error"].endswith("the server answered with an error: prompt too long")
+
+
+async def test_finish_reason_and_token_counts_are_returned():
+    usage = {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}
+    answers = iter([completion("<predicted_observation>hi", "length", usage), completion("hi", "stop")])
+    with chat_stub(lambda body: next(answers)) as (base_url, _):
+        model = load_model("served", base_url=base_url)
+        gen = await model.generate(MESSAGES, SamplingParams(max_tokens=12))
+        assert (gen.text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens) == (
+            "<predicted_observation>hi", "length", 31, 12)
+        gen = await model.generate(MESSAGES, SamplingParams())  # a server that reports no usage
+        assert (gen.finish_reason, gen.prompt_tokens, gen.completion_tokens) == ("stop", None, None)
+        await model.aclose()
