@@ -26,10 +26,11 @@ tokens (a ``cat`` of such a file, a web page, a model transcript). The rules, in
    marker (``### Turn N`` or ``**Action:**`` at a line start, a chat template's turn
    opener in :data:`NEXT_TURN_TOKENS`) outside every observation tag ends the generation:
    nothing after it is read (``end_of_turn_token``, ``invented_next_turn``). A next-turn
-   marker counts only after answer text (a header echoed first is kept) and not before
-   the answer tag (preamble). Inside a block that is later closed, both are observation
-   text (``end_of_turn_in_observation``); inside the unclosed last block the first one
-   ends it. Reasoning is free text: both are kept there.
+   marker counts only after text (a header echoed before the answer is kept). Inside an
+   observation block, both are observation text when the block is closed after them
+   (``end_of_turn_in_observation``); otherwise the first one ends the block, at its last
+   closing tag if it has one (a lone opening tag inside an observation leaves the block
+   open). Reasoning is free text: both are kept there.
 4. **No answer tag outside reasoning**, tried in order: a block opened inside reasoning
    and closed after it (reasoning left open, then an observation containing
    ``</think>``: ``observation_opened_in_reasoning``); the last complete block inside the
@@ -141,18 +142,20 @@ class _Split:
 
 
 def _split(text: str, tokens: Iterator[re.Match], *, end_of_turn: bool) -> _Split:
-    # Rule 1, one pass over ``tokens`` (continued by the caller past the answer tag).
-    # With end_of_turn, an end-of-turn token outside reasoning ends the text.
+    # Rule 1, one pass over ``tokens`` (continued by the caller past the answer tag). With
+    # end_of_turn, rule 3 outside reasoning: an end-of-turn token, or a next-turn marker
+    # after outside text (``fresh``: some since the last marker), ends the text.
     out: list[str] = []
     s = _Split(outside="", reasoning=[], issues=[])
-    depth = pos = start = 0
-    thought, has_text, mention_until = False, False, -1
+    depth = pos = start = checked = 0
+    thought, has_text, fresh, mention_until = False, False, False, -1
     for m in tokens:
         kind = m.lastgroup
         if kind == "think":
             if depth == 0:
                 out.append(text[pos : m.start()])
                 has_text = has_text or bool(out[-1].strip())
+                fresh = fresh or bool(text[max(pos, checked) : m.start()].strip())
                 s.text_before_think |= has_text
                 start, thought = m.end(), True
             depth += 1
@@ -165,7 +168,7 @@ def _split(text: str, tokens: Iterator[re.Match], *, end_of_turn: bool) -> _Spli
             else:  # orphan close: everything so far was reasoning
                 s.issues.append("orphan_think_close")
                 s.reasoning.append("".join(out) + text[pos : m.start()])
-                out, pos, thought, has_text = [], m.end(), True, False
+                out, pos, thought, has_text, fresh = [], m.end(), True, False, False
         elif depth > 0:
             continue
         elif kind == "open":
@@ -176,11 +179,13 @@ def _split(text: str, tokens: Iterator[re.Match], *, end_of_turn: bool) -> _Spli
             break
         elif kind == "close":
             s.last_close = m.start()
-        elif kind == "eot" and end_of_turn:
-            s.issues.append("end_of_turn_token")
-            s.cut = True
-            out.append(text[pos : m.start()])
-            break
+        elif end_of_turn and kind in ("eot", "turn"):
+            if kind == "eot" or fresh or text[max(pos, checked) : m.start()].strip():
+                s.issues.append("end_of_turn_token" if kind == "eot" else "invented_next_turn")
+                s.cut = True
+                out.append(text[pos : m.start()])
+                break
+            checked = m.end()  # a header echoed before any answer text
     else:
         if depth > 0:
             s.issues.append("unclosed_think")
@@ -224,25 +229,29 @@ def _join(parts: list[str]) -> str:
 
 def observation_text(text: str) -> str:
     """Clean an observation: drop the ``**Environment Observation:**`` marker and one
-    fenced block that encloses everything. Works on ground truth and predictions alike."""
+    fenced block that encloses everything; without a fence, drop blank lines around it
+    and trailing whitespace, keeping the first line's indentation unless that line starts
+    on the marker's line. Any other text, tags included, is kept. Works on ground truth and
+    predictions alike."""
     return _clean(text)[0]
 
 
 def _clean(text: str) -> tuple[str, bool]:
     # Returns (observation, whether commentary followed a marked, fenced observation).
-    text = text.strip("\n")
-    stripped = text.strip()
-    marked = stripped.startswith(OBSERVATION_MARKER)
+    body = text.strip()
+    marked = body.startswith(OBSERVATION_MARKER)
     if marked:
-        text = stripped[len(OBSERVATION_MARKER) :].strip("\n")
-    m = _FENCED.match(text.strip())
-    if m:
+        text = body[len(OBSERVATION_MARKER) :]
+        body = text.strip()
+    if m := _FENCED.match(body):
         return m.group(2), False
-    if marked:  # "**Environment Observation:**" + a fenced block + commentary: keep the block
-        m = _LEADING_FENCE.match(text.strip())
-        if m:
-            return m.group(2), True
-    return text.strip(), False
+    if marked and (m := _LEADING_FENCE.match(body)):  # marker + a fenced block + commentary: keep the block
+        return m.group(2), True
+    # the first line's indentation is output (``cat -n`` starts with spaces)
+    text = text.rstrip()
+    body = text.lstrip()
+    newline = text.rfind("\n", 0, len(text) - len(body))
+    return (text[newline + 1 :] if newline >= 0 else body), False
 
 
 def _last(pattern: re.Pattern, text: str) -> re.Match | None:
@@ -270,20 +279,6 @@ def _last_block(text: str) -> str | None:
     return text[opened.end() : tags[close].start()] if opened else None
 
 
-def _until_end_of_turn(text: str) -> tuple[str, str | None]:
-    # Rule 3 for an answer that no closing tag ends: ``text`` up to its first end-of-turn
-    # token or its first next-turn marker after answer text, and the issue.
-    content_from = 0
-    for m in _TOKEN.finditer(text):
-        if m.lastgroup == "eot":
-            return text[: m.start()], "end_of_turn_token"
-        if m.lastgroup == "turn":
-            if text[content_from : m.start()].strip():
-                return text[: m.start()], "invented_next_turn"
-            content_from = m.end()
-    return text, None
-
-
 def _tags_inside(observation: str) -> list[str]:
     kinds = {m.lastgroup for m in _TOKEN.finditer(observation)}
     return [issue for issue, found in (("observation_tag_in_observation", kinds & {"open", "close"}),
@@ -293,27 +288,40 @@ def _tags_inside(observation: str) -> list[str]:
 
 def _answer(text: str, first: re.Match, tokens: Iterator[re.Match]) -> tuple[str, list[str], bool]:
     # Rules 2 and 3 from the answer's opening tag ``first``: (observation, issues, draft).
-    depth, top, blocks, last_close, cut = 1, first, 1, None, None
+    # ``pending``: the first end of turn inside the block that no later closing tag has
+    # brought back to depth 0 yet; if none does, the text ends there.
+    depth, top, blocks, last_close, cut, pending, content_from = 1, first, 1, None, None, None, first.end()
     for m in tokens:
         kind = m.lastgroup
         if kind == "open":
             if depth == 0:
-                top, blocks = m, blocks + 1
+                top, blocks, content_from = m, blocks + 1, m.end()
             depth += 1
         elif kind == "close":
-            depth, last_close = max(depth - 1, 0), m
-        elif kind in ("eot", "turn") and depth == 0:
-            cut = m
-            break
+            depth = max(depth - 1, 0)
+            if depth == 0:
+                pending = None
+            if pending is None:
+                last_close = m
+        elif kind in ("eot", "turn"):
+            if depth == 0:
+                cut = m
+                break
+            if pending is None:
+                if kind == "eot" or text[content_from : m.start()].strip():
+                    pending = m
+                else:  # a header echoed before any observation text
+                    content_from = m.end()
+    cut = pending or cut
     issues = ["multiple_observation_tags"] if blocks > 1 else []
     if last_close is not None and last_close.start() > top.start():
-        observation, draft = text[top.end() : last_close.start()], False
+        observation = text[top.end() : last_close.start()]
     else:
-        observation, why = _until_end_of_turn(text[top.end() :])
-        issues += ["unclosed_observation_tag", why] if why else ["unclosed_observation_tag"]
-        draft = why is None
+        observation = text[top.end() : cut.start() if cut else len(text)]
+        issues.append("unclosed_observation_tag")
     if cut is not None:
         issues.append("end_of_turn_token" if cut.lastgroup == "eot" else "invented_next_turn")
+    draft = "unclosed_observation_tag" in issues and cut is None
     return observation, issues + _tags_inside(observation), draft
 
 
@@ -359,13 +367,11 @@ def parse_output(
         issues.append("no_observation_tag")
         if s.text_before_think:
             issues.append("reasoning_after_text")
-        obs, why = _until_end_of_turn(s.outside)
-        if why:
-            issues.append(why)
+        obs = s.outside
         if (close := _last(_TAG[OBS_CLOSE], obs)) is not None:
             issues.append("orphan_observation_close")
             obs = obs[: close.start()]
-        draft = s.open_think or not (s.cut or why or close)
+        draft = s.open_think or not (s.cut or close)
     obs, commentary = _clean(obs)
     if commentary:
         issues.append("text_after_observation")
