@@ -96,13 +96,13 @@ ISSUES = (
     "orphan_think_close",  # 1: a </think> with no opening tag (prompt-side <think>): text before it is reasoning
     "unclosed_think",  # a <think> never closed: the rest is reasoning
     "no_observation_tag",  # 4: no <predicted_observation> block: the cleaned text is the answer
-    "unclosed_observation_tag",  # 2: the last block is never closed (truncated output): it runs to the end
+    "unclosed_observation_tag",  # 2: the last block is never closed: it runs to the end or an end of turn
     "multiple_observation_tags",  # 2: several top-level blocks: the last one is the answer
     "observation_tag_in_observation",  # 2: the answer holds observation tags, kept as text
     "think_tag_in_observation",  # 1: the answer holds think tags, kept as text
     "end_of_turn_in_observation",  # 3: the closed answer holds an end-of-turn token or next-turn marker, kept
-    "end_of_turn_token",  # 3: an end-of-turn token outside the tags: the text was cut there
-    "invented_next_turn",  # 3: a next-turn marker after the answer: the text was cut there
+    "end_of_turn_token",  # 3: an end-of-turn token outside a closed tag: the text was cut there
+    "invented_next_turn",  # 3: a next-turn marker after answer text: the text was cut there
     "observation_opened_in_reasoning",  # 4: the block opened inside reasoning and closed after it
     "observation_inside_reasoning",  # 4: the only complete block was inside reasoning
     "orphan_observation_close",  # 4: a closing tag with no opening one: the text before it is the answer
@@ -136,7 +136,7 @@ class _Split:
     issues: list[str]
     answer: re.Match | None = None  # the opening tag of the answer, if one is outside reasoning
     open_think: bool = False  # reasoning ran to the end
-    cut: bool = False  # the text ended at an end-of-turn token
+    cut: bool = False  # the text ended at an end-of-turn token or next-turn marker
     last_close: int | None = None  # offset of the last closing observation tag outside reasoning
     text_before_think: bool = False  # a think block came after non-blank outside text
 
@@ -337,7 +337,8 @@ def parse_output(
             ``reasoning_content``), if any.
         stopped_at: the stop strings of a generation that ended on one; OpenAI-compatible
             servers cut the stop string, so when ``</predicted_observation>`` is among them
-            and the last observation tag of the text is an opening one, the close is restored.
+            and the last observation tag of the text is an opening one that no end-of-turn
+            token or next-turn marker follows, the close is restored.
         truncated: the generation ended at ``max_tokens`` (``finish_reason="length"``); a
             draft observation is then flagged ``truncated`` (rule 5) and nothing is restored.
 
@@ -346,9 +347,9 @@ def parse_output(
         each at most once, in the order found).
     """
     text = text or ""
-    if not truncated and OBS_CLOSE in stopped_at:
+    if not truncated and OBS_CLOSE in stopped_at:  # restore the close, unless an end of turn came first
         last = _last(_OBS_TAG, text)
-        if last and not last.group(1):
+        if last and not last.group(1) and not {m.lastgroup for m in _TOKEN.finditer(text, last.end())} & {"eot", "turn"}:
             text += OBS_CLOSE
     tokens = _TOKEN.finditer(text)
     s = _split(text, tokens, end_of_turn=True)

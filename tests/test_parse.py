@@ -82,6 +82,9 @@ def test_stop_string_cut_by_the_server_is_restored():
     cut = "<think>r</think><predicted_observation>screen"
     assert parse_output(cut, stopped_at=("</predicted_observation>",)).issues == []
     assert parse_output(cut).issues == ["unclosed_observation_tag"]
+    # a server that stopped on something else after an end of turn: nothing to restore
+    leaked = parse_output(f"{O}screen<end_of_turn>\n<start_of_turn>user\n", stopped_at=DEFAULT_STOP)
+    assert (leaked.observation, leaked.issues) == ("screen", ["unclosed_observation_tag", "end_of_turn_token"])
 
 
 def test_answer_before_a_stray_think_close_is_recovered():
@@ -272,7 +275,7 @@ def test_default_stop_holds_end_of_turn_tokens_within_the_openai_limit():
         # complete before the cut: not a draft
         (f"{O}done{C} and commentary cut", "done", []),
         (f"{O}screen<|im_end|><|im_start|>user\nand on", "screen", ["unclosed_observation_tag", "end_of_turn_token"]),
-        (f"screen\n### Turn 4\n**Action:** ls", "screen", ["invented_next_turn", "no_observation_tag"]),
+        ("screen\n### Turn 4\n**Action:** ls", "screen", ["invented_next_turn", "no_observation_tag"]),
     ],
 )
 def test_truncated_drafts_are_flagged(text, observation, issues):
