@@ -348,9 +348,10 @@ def parse_output(
     """
     text = text or ""
     if not truncated and OBS_CLOSE in stopped_at:  # restore the close, unless an end of turn came first
-        last = _last(_OBS_TAG, text)
-        if last and not last.group(1) and not {m.lastgroup for m in _TOKEN.finditer(text, last.end())} & {"eot", "turn"}:
-            text += OBS_CLOSE
+        opened = _last(_OBS_TAG, text)
+        if opened and not opened.group(1):
+            if not {m.lastgroup for m in _TOKEN.finditer(text, opened.end())} & {"eot", "turn"}:
+                text += OBS_CLOSE
     tokens = _TOKEN.finditer(text)
     s = _split(text, tokens, end_of_turn=True)
     issues = s.issues
