@@ -1,8 +1,12 @@
 """Reasoning removal and observation extraction on well-formed and broken outputs."""
 
 import pytest
+from fastapi import FastAPI, Request
+from servers import serve_app
 
 from lwm.data.build import format_target
+from lwm.models.base import SamplingParams
+from lwm.models.openai_compat import OpenAIChatModel
 from lwm.parse import (
     DEFAULT_STOP,
     END_OF_TURN_TOKENS,
@@ -289,12 +293,6 @@ async def test_leaked_end_of_turn_through_an_openai_compatible_server():
     # template does not end the turn answers: special tokens as plain text, an invented
     # next turn. It honours stop strings like vLLM (cut before the first, not included)
     # when asked to, and reports max_tokens as finish_reason "length".
-    from fastapi import FastAPI, Request
-    from servers import serve_app
-
-    from lwm.models.base import SamplingParams
-    from lwm.models.openai_compat import OpenAIChatModel
-
     leaked = (f"<think>ls lists</think>{O}a.txt{C}<|im_end|>\n<|im_start|>user\n### Turn 2\n**Action:**\n"
               f"```\nrm a.txt\n```<|im_end|>\n<|im_start|>assistant\n{O}invented{C}")
     app, bodies = FastAPI(), []
