@@ -184,9 +184,12 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
     """
     run = _Run(items, journal, key, description)
     gate = asyncio.Semaphore(max(1, concurrency))
+    halted: list[BaseException] = []  # an interruption (Ctrl-C) or an abort: start nothing more
 
     async def one(item_id: str, payload: Any, sink: JsonlAppender, step: Callable[[], None]) -> None:
         async with gate:  # the outcome is recorded before the next item starts: ``stop`` sees it
+            if halted:
+                return
             if stop is not None and stop(run.report):
                 run.report.skipped += 1
             else:
@@ -194,8 +197,12 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
                     outcome: dict | BaseException = await work(payload)
                 except Exception as e:  # a failed item is counted, never fatal
                     outcome = e
+                except BaseException as e:
+                    halted.append(e)
+                    raise
                 run.finish(item_id, outcome, sink)
                 if item_id in run.report.failures and abort is not None and (exc := abort(run.report)):
+                    halted.append(exc)
                     raise exc
             step()
 

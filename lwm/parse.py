@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -256,10 +257,8 @@ def _clean(text: str) -> tuple[str, bool]:
 
 
 def _last(pattern: re.Pattern, text: str) -> re.Match | None:
-    last = None
-    for last in pattern.finditer(text):
-        pass
-    return last
+    last = deque(pattern.finditer(text), maxlen=1)
+    return last[0] if last else None
 
 
 def _last_block(text: str) -> str | None:
