@@ -97,6 +97,18 @@ def test_killing_tmux_is_a_clean_error():
     env.close()
 
 
+def test_a_fork_bomb_shows_the_shells_errors_and_the_episode_goes_on(env):
+    # The shell is capped below the controller (RLIMIT_NPROC): the controller still forks
+    # its tmux clients, so every step returns the screen, as a real terminal shows it.
+    bomb = env.step(keys((":(){ :|:& };:\n", 2.0))).observation
+    assert "bash: fork: retry: Resource temporarily unavailable" in bomb
+    after = env.step(keys(("C-c", 0.5))).observation
+    assert "^C" in after and "root@sandbox:/app#" in after
+    # the bomb's copies keep printing over the screen: the shell's builtins still run
+    env.step(keys(("echo survived > /app/after.txt\n", 0.5)))
+    assert env.probe("cat /app/after.txt") == "survived\n"
+
+
 def test_exit_ends_the_episode_with_a_readable_screen(env):
     r = env.step(keys(("exit\n", 0.3)))
     assert "exit" in r.observation and r.done and r.info["shell_exited"]
