@@ -30,6 +30,21 @@ def _procs_of(uid: int) -> list[int]:
     return pids
 
 
+#: A shell command that prints what a sandbox's processes show of themselves: every command
+#: line and environment under /proc (pid 1, bwrap's, included) and `ps -ef` (full width).
+SHOW_PROCESSES = ("for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do tr '\\0' ' ' < $f; echo; done; "
+                  "ps -efww")
+
+
+def host_paths_in(text: str, sandbox: Sandbox) -> list[str]:
+    """The host paths that occur in ``text``: the sandbox's own directory on the host (or
+    any sandbox's), ``$LWM_HOME``, ``/work`` and this checkout."""
+    from lwm.envs.assets import lwm_home
+
+    paths = [str(sandbox.host_dir), "lwm-sandbox-", str(lwm_home()), "/work", str(Path(__file__).parents[1])]
+    return [p for p in paths if p in text]
+
+
 def test_runs_as_root_inside_with_private_dirs():
     with Sandbox(files={"/app/seed.txt": "seeded\n"}) as sb:
         r = sb.run(["bash", "-c", "id -u; hostname; pwd; cat seed.txt; echo hi > /root/f && cat /root/f"])
@@ -67,6 +82,16 @@ def test_host_environment_variables_are_invisible(monkeypatch):
     assert "sk-should-not-leak" not in r.stdout
     assert "LWM_TEST_SECRET_KEY" not in r.stdout
     assert "HOME=/root" in r.stdout
+
+
+def test_processes_inside_show_no_host_path():
+    with tempfile.TemporaryDirectory(prefix="lwm-home-") as tools:  # a read-only bind, like $LWM_HOME's tools
+        os.chmod(tools, 0o755)
+        with Sandbox(ro_binds={tools: "/opt/tools"}, files={"/app/a.txt": "a\n"}) as sb:
+            r = sb.run(["bash", "-c", SHOW_PROCESSES])
+    assert r.returncode == 0, r.stderr
+    assert "HOME=/root" in r.stdout and " PID " in r.stdout  # the environments and ps were read
+    assert host_paths_in(r.stdout, sb) == [] and tools not in r.stdout
 
 
 def test_network_is_unreachable_even_host_loopback():
