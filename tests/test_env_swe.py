@@ -177,6 +177,13 @@ def test_hostile_commands_are_contained(env, tmp_path):
 
 
 @needs_sandbox
+def test_a_fork_bomb_ends_with_its_call(env):
+    obs(env, "bash", command=":(){ :|:& };:", timeout=2000)  # the controller kills the call's process group
+    alive = obs(env, "bash", command="echo alive; ps -e --no-headers | wc -l")
+    assert alive.split("\n")[0] == "alive" and int(alive.split("\n")[1]) < 10
+
+
+@needs_sandbox
 def test_searches_stay_in_the_repository(env):
     outside = "<tool_use_error>Path / is outside the allowed directory /app.</tool_use_error>"
     obs(env, "bash", command="ln -s / root && ln -s /app/repo loop && mkdir -p pkg/sub && touch pkg/sub/m.py")
