@@ -435,9 +435,9 @@ def glob_files(base, parts, budget):
             if not last:
                 pending.append((d, i + 1))
             for name in list_dir(d, budget):
-                p = os.path.join(d, name)
                 if name.startswith("."):
                     continue
+                p = os.path.join(d, name)
                 if is_real_dir(p):
                     pending.append((p, i))
                 elif last:

@@ -35,7 +35,7 @@ def agent_process_limit():
     """Cap the process count (RLIMIT_NPROC, soft and hard: the agent cannot raise it back)
     of what the agent runs below this controller's own, so that a fork bomb leaves the
     controller room to fork its tmux clients and the screen stays readable."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
     if soft != resource.RLIM_INFINITY:
         cap = max(1, soft - min(RESERVED_PROCESSES, soft // 4))
         resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))
