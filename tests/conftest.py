@@ -55,3 +55,18 @@ def oracle(messages):
     if int(tag.split("-")[1]) % 2 == 0:
         return f"<think>echo prints</think><predicted_observation>root@sandbox:/app# echo {tag}\n{tag}\nroot@sandbox:/app#</predicted_observation>"
     return "no idea"
+
+
+#: A shell command that prints what a sandbox's processes show of themselves: every command
+#: line and environment under /proc (pid 1, bwrap's, included) and `ps -ef` (full width).
+SHOW_PROCESSES = ("for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do tr '\\0' ' ' < $f; echo; done; "
+                  "ps -efww")
+
+
+def host_paths_in(text: str, sandbox: Sandbox) -> list[str]:
+    """The host paths that occur in ``text``: the sandbox's own directory on the host (or
+    any sandbox's), ``$LWM_HOME``, ``/work`` and this checkout."""
+    from lwm.paths import lwm_home
+
+    paths = [str(sandbox.host_dir), "lwm-sandbox-", str(lwm_home()), "/work", str(Path(__file__).parents[1])]
+    return [p for p in paths if p in text]

@@ -265,17 +265,14 @@ class Sandbox:
             cmd += ["--setenv", k, v]
         return cmd
 
-    def _wrap(self, argv: Sequence[str]) -> list[str]:
+    def _command(self, argv: Sequence[str]) -> list[str]:
         # Seed files are copied inside (as the sandbox's root), then the command runs
         # under a hard wall-clock lifetime.
         inner = (
             'if [ -d /run/lwm/seed ]; then cp -a /run/lwm/seed/. / 2>/dev/null; fi; '
             f'exec timeout -s KILL {self.limits.lifetime_seconds} "$@"'
         )
-        cmd = self._prefix() + ["/bin/sh", "-c", inner, "sh", *argv]
-        if self.cgroup is not None:  # join the cgroup before anything else starts
-            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *cmd]
-        return cmd
+        return ["/bin/sh", "-c", inner, "sh", *argv]
 
     def _host_env(self) -> dict[str, str]:
         return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -283,6 +280,11 @@ class Sandbox:
     # -- running ---------------------------------------------------------------------
     def spawn(self, argv: Sequence[str], **popen_kwargs) -> subprocess.Popen:
         """Start ``argv`` inside the sandbox (killed on close).
+
+        bwrap's options (host paths among them) reach it through ``--args`` (a memfd it
+        reads and closes), and it starts in ``/``: its process is the sandbox's pid 1, whose
+        command line (``bwrap --args N`` and the command) and environment (``PATH``,
+        ``LANG``, ``PWD=/``) are readable inside and show nothing of the host.
 
         Returns:
             the host-side process (bwrap).
@@ -292,30 +294,36 @@ class Sandbox:
         """
         self._check_open()
         info_r, info_w = os.pipe()
-        prefix = self._wrap(argv)
-        at = prefix.index("bwrap") + 1
-        prefix[at:at] = ["--info-fd", str(info_w)]
+        launcher = self._prefix()
+        at = launcher.index("bwrap") + 1
+        launcher, options = launcher[:at], ["--info-fd", str(info_w), *launcher[at:]]
         # Read-only binds go in as descriptors the host opened: the sandbox's uid need not
         # be able to reach the host path (e.g. under a 0700 home), only to read the files.
         bind_fds = [os.open(host, os.O_PATH) for host in self.ro_binds]
         extra_fds = tuple(popen_kwargs.pop("pass_fds", ()))  # a caller's own (e.g. a browser's pipe)
-        at = prefix.index("--remount-ro", prefix.index("/run/lwm"))
+        at = options.index("--remount-ro", options.index("/run/lwm"))
         for fd, inside in zip(bind_fds, self.ro_binds.values()):
-            prefix[at:at] = ["--ro-bind-fd", str(fd), inside]
+            options[at:at] = ["--ro-bind-fd", str(fd), inside]
+        args_fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+        os.write(args_fd, b"".join(o.encode() + b"\0" for o in options))
+        os.lseek(args_fd, 0, os.SEEK_SET)
+        cmd = [*launcher, "--args", str(args_fd), *self._command(argv)]
+        if self.cgroup is not None:  # join the cgroup before anything else starts
+            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"), *cmd]
         try:
             proc = subprocess.Popen(
-                prefix,
+                cmd,
                 user=self.uid,
                 group=self.uid,
                 extra_groups=[],
                 process_group=0,
                 env=self._host_env(),
-                cwd=self.host_dir,
-                pass_fds=(info_w, *bind_fds, *extra_fds),
+                cwd="/",
+                pass_fds=(info_w, args_fd, *bind_fds, *extra_fds),
                 **popen_kwargs,
             )
         finally:
-            for fd in (info_w, *bind_fds):
+            for fd in (info_w, args_fd, *bind_fds):
                 os.close(fd)
         self._procs.append(proc)
         with os.fdopen(info_r, "rb") as f:

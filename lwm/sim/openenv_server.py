@@ -26,6 +26,7 @@ state. Rewards follow :mod:`lwm.sim.adapter`: 0.0 until the episode ends, then t
 from __future__ import annotations
 
 import functools
+import logging
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -64,6 +65,8 @@ from lwm.models import ModelSpec  # noqa: E402
 from lwm.models.base import ChatModel  # noqa: E402
 from lwm.sim.adapter import Episode, coerce_task  # noqa: E402
 from lwm.sim.backends import EnvFactory, env_factory  # noqa: E402
+
+_log = logging.getLogger(__name__)
 
 
 class WorldAction(Action):
@@ -194,7 +197,38 @@ def make_app(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec 
                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                           session_timeout=session_timeout))
     _add_error_handlers(app)
+    app.add_middleware(_ClientGone)
     return app
+
+
+class _ClientGone:
+    """ASGI middleware: what the server sends on a WebSocket whose client has gone is dropped
+    (an answer is logged at INFO level); the session ends at its next receive, which reports
+    the disconnect.
+
+    openenv-core 0.3.0 closes every session's socket in a ``finally`` and catches only
+    ``RuntimeError`` there; when the client has closed first (a clean close included),
+    uvicorn refuses the send with ``ClientDisconnected`` (an ``OSError``), Starlette turns
+    it into ``WebSocketDisconnect``, and uvicorn logged "Exception in ASGI application"
+    for every session that ended; a client gone mid-step (its timeout) got four tracebacks.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_unless_gone(message) -> None:
+            try:
+                await send(message)
+            except OSError:
+                if message.get("type") != "websocket.close":
+                    _log.info("a WebSocket client left before its answer was sent; the answer is dropped")
+
+        await self.app(scope, receive, send_unless_gone)
 
 
 def _add_error_handlers(app) -> None:
@@ -251,11 +285,47 @@ class WorldClient(EnvClient[WorldAction, WorldObservation, WorldState]):
     whose ``observation`` is a :class:`WorldObservation`; an error answer raises
     ``RuntimeError("Server error: …")``.
 
+    The protocol carries no request ids: answers come in order, one per request. A request
+    whose answer was not read (no answer within ``message_timeout_s``, a cancelled call, a
+    broken connection) would leave that answer to the next request, and every later answer
+    one step behind. So such a call closes the connection instead, which ends the session
+    and its episode on the server, and raises (``TimeoutError`` for a timeout); until
+    ``reset()`` starts a new session on a new connection, ``step()`` and ``state()`` raise
+    ``ConnectionError`` saying why the session was lost.
+
     Example:
         >>> with WorldClient("http://127.0.0.1:8000").sync() as env:  # doctest: +SKIP
         ...     first = env.reset(task="demo").observation.text
         ...     result = env.step(WorldAction(text='[{"keystrokes": "ls\\n", "duration": 0.5}]'))
     """
+
+    _lost: str | None = None  # why the session was lost, until the next reset
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        kind = message.get("type")
+        if self._lost and kind != "reset":
+            raise ConnectionError(f"the session was lost ({self._lost}); call reset() to start a new one")
+        self._lost = None
+        try:
+            return await super()._send_and_receive(message)
+        except RuntimeError:  # the server's error answer, read in turn: the session goes on
+            raise
+        except BaseException as e:
+            why = (f"no answer to {kind!r} within {self._message_timeout:g} s" if isinstance(e, TimeoutError)
+                   else f"{kind!r} was interrupted ({type(e).__name__})")
+            self._lost = why
+            self._drop_connection()
+            if isinstance(e, TimeoutError):
+                raise TimeoutError(f"{why}: the connection is closed and the server ends the session; "
+                                   "call reset() to start a new one") from None
+            raise
+
+    def _drop_connection(self) -> None:
+        """Close the socket at once: no close handshake with a server that may be mid-step,
+        nothing awaited in a call being cancelled."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            ws.transport.abort()
 
     def _step_payload(self, action: WorldAction | Mapping[str, Any]) -> dict[str, Any]:
         return {"text": action.text} if isinstance(action, WorldAction) else dict(action)

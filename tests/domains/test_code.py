@@ -159,6 +159,18 @@ def test_hostile_cells_are_contained(env):
 
 
 @needs_sandbox
+def test_processes_show_no_host_path():
+    from conftest import SHOW_PROCESSES, host_paths_in
+
+    with CodeEnv(output_limit=1 << 20) as env:
+        env.reset(Task("t"))
+        seen = obs(env, f"import subprocess\nprint(subprocess.run(['bash', '-c', {SHOW_PROCESSES!r}], "
+                        "capture_output=True, text=True).stdout)")
+        assert "/run/lwm/ctl.py --worker" in seen and "HOME=/root" in seen  # ps and the environments
+        assert host_paths_in(seen, env._sandbox) == []
+
+
+@needs_sandbox
 def test_killing_the_controller_is_a_sandbox_error(env):
     t0 = time.monotonic()
     with pytest.raises(SandboxError, match="controller"):

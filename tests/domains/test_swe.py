@@ -176,6 +176,54 @@ def test_hostile_commands_are_contained(env, tmp_path):
 
 
 @needs_sandbox
+def test_a_fork_bomb_ends_with_its_call(env):
+    obs(env, "bash", command=":(){ :|:& };:", timeout=2000)  # the controller kills the call's process group
+    alive = obs(env, "bash", command="echo alive; ps -e --no-headers | wc -l")
+    assert alive.split("\n")[0] == "alive" and int(alive.split("\n")[1]) < 10
+
+
+@needs_sandbox
+def test_searches_stay_in_the_repository(env):
+    outside = "<tool_use_error>Path / is outside the allowed directory /app.</tool_use_error>"
+    obs(env, "bash", command="ln -s / root && ln -s /app/repo loop && mkdir -p pkg/sub && touch pkg/sub/m.py")
+    t0 = time.monotonic()
+    assert obs(env, "glob", pattern="/**/x") == outside
+    assert obs(env, "glob", pattern="../../**/x") == outside
+    assert obs(env, "glob", pattern="/usr/*") == outside.replace("Path /", "Path /usr")
+    assert obs(env, "glob", pattern="*/../../**/x") == \
+        "<tool_use_error>'..' may only come before the first wildcard of a pattern: */../../**/x</tool_use_error>"
+    py = ["/app/repo/calc.py", "/app/repo/pkg/sub/m.py", "/app/repo/test_calc.py"]
+    assert sorted(obs(env, "glob", pattern="**/*.py").splitlines()) == py  # neither link is followed
+    assert sorted(obs(env, "glob", pattern="/app/repo/**/*.py").splitlines()) == py
+    assert obs(env, "glob", pattern="../repo/pkg/*/*.py") == "/app/repo/pkg/sub/m.py"
+    assert obs(env, "glob", pattern="*.py", path="loop/pkg/sub") == "/app/repo/loop/pkg/sub/m.py"  # named: followed
+    assert obs(env, "glob", pattern=".git*") == "/app/repo/.gitignore"  # hidden names when the pattern asks
+    assert obs(env, "grep", pattern="root:x") == "No files found"
+    assert time.monotonic() - t0 < 5
+
+
+@needs_sandbox
+def test_searches_are_bounded(monkeypatch):
+    import lwm.domains.swe.env as swe_env
+
+    monkeypatch.setattr(swe_env, "WALK_MAX_ENTRIES", 50)
+    with SweEnv() as env:
+        env.reset(Task("t", files=_files(CALC), setup=GIT_INIT_SETUP))
+        obs(env, "bash", command="mkdir many && touch many/f{1..60}.py")
+        stopped = ("<tool_use_error>Search stopped after visiting 50 files and directories. "
+                   "Use a more specific path or pattern.</tool_use_error>")
+        assert obs(env, "glob", pattern="**/*.py") == stopped
+        assert obs(env, "grep", pattern="def") == stopped
+        assert obs(env, "glob", pattern="*.py") == "/app/repo/calc.py\n/app/repo/test_calc.py"  # a small walk
+    monkeypatch.setattr(swe_env, "WALK_MAX_SECONDS", 0.0)
+    with SweEnv() as env:
+        env.reset(Task("t", files=_files(CALC), setup=GIT_INIT_SETUP))
+        assert obs(env, "glob", pattern="**/*.py") == \
+            "<tool_use_error>Search stopped after 0 seconds. Use a more specific path or pattern.</tool_use_error>"
+        assert obs(env, "read", file_path="calc.py", limit=1) == '     1\t"""Arithmetic helpers."""'  # usable
+
+
+@needs_sandbox
 def test_snapshot_and_restore_bring_back_files_and_git_state(env):
     obs(env, "bash", command="cd /app/repo && mkdir -p d && cd d")
     snap = env.snapshot()

@@ -97,6 +97,26 @@ def test_killing_tmux_is_a_clean_error():
     env.close()
 
 
+def test_a_fork_bomb_shows_the_shells_errors_and_the_episode_goes_on(env):
+    # The shell is capped below the controller (RLIMIT_NPROC): the controller still forks
+    # its tmux clients, so every step returns the screen, as a real terminal shows it.
+    bomb = env.step(keys((":(){ :|:& };:\n", 2.0))).observation
+    assert "bash: fork: retry: Resource temporarily unavailable" in bomb
+    env.step(keys(("C-c", 0.5)))  # a screen, not an error (the bomb's copies keep printing over it)
+    env.step(keys(("echo survived > /app/after.txt\n", 0.5)))  # a builtin: needs no fork
+    waited = env.probe("for i in $(seq 50); do test -s /app/after.txt && break; sleep 0.2; done; cat /app/after.txt")
+    assert waited == "survived\n"
+
+
+def test_processes_show_no_host_path(env):
+    from conftest import SHOW_PROCESSES, host_paths_in
+
+    env.step(keys((f"{{ {SHOW_PROCESSES}; }} > /tmp/seen.txt 2>&1\n", 1.0)))  # as the agent, in its shell
+    seen = env.probe("cat /tmp/seen.txt")
+    assert "bash --rcfile /root/.bashrc -i" in seen and "HOME=/root" in seen  # ps and the environments
+    assert host_paths_in(seen, env._sandbox) == []
+
+
 def test_exit_ends_the_episode_with_a_readable_screen(env):
     r = env.step(keys(("exit\n", 0.3)))
     assert "exit" in r.observation and r.done and r.info["shell_exited"]

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs_sandbox, procs_of
+from conftest import SHOW_PROCESSES, host_paths_in, needs_sandbox, procs_of
 
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import SandboxError
@@ -53,6 +53,16 @@ def test_host_environment_variables_are_invisible(monkeypatch):
     assert "sk-should-not-leak" not in r.stdout
     assert "LWM_TEST_SECRET_KEY" not in r.stdout
     assert "HOME=/root" in r.stdout
+
+
+def test_processes_inside_show_no_host_path():
+    with tempfile.TemporaryDirectory(prefix="lwm-home-") as tools:  # a read-only bind, like $LWM_HOME's tools
+        os.chmod(tools, 0o755)
+        with Sandbox(ro_binds={tools: "/opt/tools"}, files={"/app/a.txt": "a\n"}) as sb:
+            r = sb.run(["bash", "-c", SHOW_PROCESSES])
+    assert r.returncode == 0, r.stderr
+    assert "HOME=/root" in r.stdout and " PID " in r.stdout  # the environments and ps were read
+    assert host_paths_in(r.stdout, sb) == [] and tools not in r.stdout
 
 
 def test_network_is_unreachable_even_host_loopback():

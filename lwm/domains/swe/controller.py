@@ -18,7 +18,6 @@ from /run/lwm/config.json. Result texts follow the envelopes documented in
 import base64
 import fcntl
 import fnmatch
-import glob as globlib
 import io
 import json
 import os
@@ -277,25 +276,69 @@ def expand_braces(pattern):
     return out
 
 
-def search_files(root, glob):
+class Budget:
+    """What one search may spend: directory entries visited and seconds (it must answer
+    well before the host gives up on the controller). Exceeding either is the tool's error."""
+
+    def __init__(self):
+        self.entries = CONFIG["walk_max_entries"]
+        self.deadline = time.monotonic() + CONFIG["walk_max_seconds"]
+
+    def spend(self, entries):
+        self.entries -= entries
+        if self.entries < 0:
+            raise ToolError(f"Search stopped after visiting {CONFIG['walk_max_entries']} files and directories. "
+                            "Use a more specific path or pattern.")
+        if time.monotonic() > self.deadline:
+            raise ToolError(f"Search stopped after {CONFIG['walk_max_seconds']:g} seconds. "
+                            "Use a more specific path or pattern.")
+
+
+def list_dir(d, budget):
+    """Names in directory ``d``, sorted ([] if unreadable); each counts against ``budget``."""
+    names = []
+    try:
+        with os.scandir(d) as entries:
+            for entry in entries:
+                budget.spend(1)
+                names.append(entry.name)
+    except OSError:
+        return []
+    return sorted(names)
+
+
+def is_real_dir(p):
+    """A directory that is not a symbolic link: searches never follow links (as ripgrep),
+    so none leads out of /app or round a loop."""
+    return os.path.isdir(p) and not os.path.islink(p)
+
+
+def inside_app(p):
+    real = os.path.realpath(p)
+    return real == ROOT or real.startswith(ROOT + "/")
+
+
+def search_files(root, glob, budget):
     """Files under ``root`` that grep looks at: not hidden, not binary, optionally
     matching ``glob`` (by name, or by relative path when it has a ``/``)."""
     pats = expand_braces(glob) if glob else []
     if os.path.isfile(root):
         candidates = [root]
     else:
-        candidates = []
-        for d, dirs, files in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-            candidates += [os.path.join(d, f) for f in sorted(files) if not f.startswith(".")]
+        candidates, pending = [], [root]
+        while pending:
+            d = pending.pop()
+            names = [n for n in list_dir(d, budget) if not n.startswith(".")]
+            paths = [os.path.join(d, n) for n in names]
+            candidates += [p for p in paths if not os.path.isdir(p)]
+            pending += reversed([p for p in paths if is_real_dir(p)])
     out = []
     for p in candidates:
         rel = os.path.relpath(p, root) if p != root else os.path.basename(p)
         if pats and not any(fnmatch.fnmatch(rel if "/" in g else os.path.basename(p), g.lstrip("/"))
                             for g in pats):
             continue
-        real = os.path.realpath(p)  # a symbolic link out of /app is not followed
-        if not real.startswith(ROOT + "/"):
+        if not inside_app(p):  # a symbolic link out of /app is not followed
             continue
         try:
             if os.path.isfile(p) and os.path.getsize(p) <= 8 << 20 and not is_binary(p):
@@ -315,7 +358,9 @@ def tool_grep(pattern, path=None, glob=None, output_mode="files_with_matches", h
         raise ToolError(f"Invalid regular expression: {e}") from None
     show_n, ctx = flags.get("-n", True), flags.get("-C", 0) if output_mode == "content" else 0
     hits = []  # (path, [(index, line)], lines)
-    for p in order_by_mtime(search_files(root, glob)):
+    budget = Budget()
+    for p in order_by_mtime(search_files(root, glob, budget)):
+        budget.spend(0)  # reading and matching count against its time
         lines = split_lines(show(read_text(p)))
         matched = [i for i, line in enumerate(lines) if rx.search(line)]
         if matched:
@@ -350,17 +395,26 @@ def tool_grep(pattern, path=None, glob=None, output_mode="files_with_matches", h
     return text
 
 
+MAGIC = re.compile(r"[*?[]")
+
+
 def tool_glob(pattern, path=None):
+    """Files matching ``pattern`` (``*``, ``?``, ``[…]`` within a name, ``**`` across
+    directories; hidden names only where the pattern's part starts with a dot) under
+    ``path``, never outside /app: the pattern's leading parts without wildcards (``/``
+    and ``..`` included) move the base of the search, which must stay inside."""
     base = resolve(path or STATE["cwd"])
     if not os.path.isdir(base):
         raise ToolError(f"Directory does not exist: {base}")
-    found = []
-    for m in globlib.glob(pattern, root_dir=base, recursive=True):
-        full = os.path.normpath(os.path.join(base, m))
-        real = os.path.realpath(full)
-        if (real == ROOT or real.startswith(ROOT + "/")) and os.path.isfile(full):
-            found.append(full)
-    found = order_by_mtime(sorted(set(found)))
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    literal = 0
+    while literal < len(parts) and not MAGIC.search(parts[literal]):
+        literal += 1
+    if ".." in parts[literal:]:
+        raise ToolError(f"'..' may only come before the first wildcard of a pattern: {pattern}")
+    base = resolve(os.path.join("/" if pattern.startswith("/") else base, *parts[:literal]))
+    found = glob_files(base, parts[literal:], Budget()) if literal < len(parts) else [base]
+    found = order_by_mtime(sorted({p for p in found if os.path.isfile(p) and inside_app(p)}))
     if not found:
         return "No files found"
     limit = CONFIG["list_max_results"]
@@ -368,6 +422,36 @@ def tool_glob(pattern, path=None):
     if len(found) > limit:
         text += "\n(Results are truncated. Use a more specific path or pattern.)"
     return text
+
+
+def glob_files(base, parts, budget):
+    """Paths under directory ``base`` that match the pattern ``parts`` (directories
+    reached through a symbolic link are not entered)."""
+    found, pending = [], [(base, 0)]
+    while pending:
+        d, i = pending.pop()
+        part, last = parts[i], i == len(parts) - 1
+        if part == "**":  # no directory, or one more (not hidden) and ** again
+            if not last:
+                pending.append((d, i + 1))
+            for name in list_dir(d, budget):
+                if name.startswith("."):
+                    continue
+                p = os.path.join(d, name)
+                if is_real_dir(p):
+                    pending.append((p, i))
+                elif last:
+                    found.append(p)
+            continue
+        for name in list_dir(d, budget) if MAGIC.search(part) else [part]:
+            if (name.startswith(".") and not part.startswith(".")) or not fnmatch.fnmatchcase(name, part):
+                continue
+            p = os.path.join(d, name)
+            if last:
+                found.append(p)
+            elif is_real_dir(p):
+                pending.append((p, i + 1))
+    return found
 
 
 TOOLS = {"read": tool_read, "edit": tool_edit, "write": tool_write, "bash": tool_bash,

@@ -43,6 +43,10 @@ GIT_INIT_SETUP = (
     "git commit -q -m 'Initial commit'",
 )
 _MAX_REPLY_BYTES = 8 << 20
+#: What one grep or glob may walk: directory entries and seconds (well inside the host's
+#: 10-second wait for a tool), beyond which the tool answers with an error.
+WALK_MAX_ENTRIES = 100_000
+WALK_MAX_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,8 @@ class SweEnv(ControlledEnvironment):
             "read_max_chars": domain.READ_MAX_CHARS,
             "grep_max_chars": domain.GREP_MAX_CHARS,
             "list_max_results": domain.LIST_MAX_RESULTS,
+            "walk_max_entries": WALK_MAX_ENTRIES,
+            "walk_max_seconds": WALK_MAX_SECONDS,
         }))
         self.task = task
         self._control = Controller(self._sandbox, ["python3", "-I", "/run/lwm/ctl.py"], "the swe tools",
