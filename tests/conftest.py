@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from lwm.envs.sandbox import bwrap_available
+from lwm.envs.sandbox import Sandbox, bwrap_available
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
 
 needs_sandbox = pytest.mark.skipif(

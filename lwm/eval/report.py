@@ -1,7 +1,12 @@
 """Aggregate scored predictions into tables: per domain, per turn depth, macro and micro.
 
 Deterministic metrics are means over the rows that produced a prediction, ×100; rows
-whose generation failed are counted in ``failed``, never dropped silently. Judge scores
+whose generation failed are counted in ``failed``, never dropped silently. A generation
+cut by ``max_tokens`` is scored on its draft, what a simulator would have emitted (the
+text of an unclosed observation tag; when the cut fell inside the reasoning, the last
+complete observation block written there, else nothing: see :func:`lwm.parse.parse_output`)
+and counted in ``truncated_rows``; rows whose server cut the prompt are counted in
+``context_cut_rows``. Judge scores
 follow AgentWorldBench: a row's score is the mean of its five dimensions (1–5), reported
 as (x − 1) / 4 × 100; the headline is the macro mean over domains. Only complete
 judgements count (all five dimensions present, each an integer 1–5, the answer not cut);
@@ -42,6 +47,8 @@ def _group(records: list[dict]) -> dict:
         "failed": len(records) - len(ok),
         "parse_issue_rows": sum(1 for r in ok if r.get("parse_issues")),
         "truncated_history_rows": sum(1 for r in records if r.get("dropped_turns")),
+        "truncated_rows": sum(1 for r in ok if r.get("truncated")),
+        "context_cut_rows": sum(1 for r in ok if r.get("context_cut")),
     }
     for m in METRICS:
         g[m] = _pct([r["fidelity"][m] for r in ok])
@@ -94,10 +101,14 @@ def summarize(records: list[dict], run_info: dict) -> dict:
     }
 
 
+#: Columns shown only when a row needs them (always in summary.json).
+_WHEN_ANY = ("truncated_rows", "context_cut_rows")
+
+
 def _columns(groups: dict[str, dict]) -> list[str]:
-    return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *METRICS,
+    return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *METRICS,
                         "judge_score", "judge_wins", "judge_failed", "judge_incomplete", "judge_truncated")
-            if any(c in g for g in groups.values())]
+            if any(g.get(c) if c in _WHEN_ANY else c in g for g in groups.values())]
 
 
 def _table(title: str, groups: dict[str, dict], first: str) -> Table:

@@ -117,6 +117,33 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     return rows[:limit] if limit else rows
 
 
+#: A server that reports fewer prompt tokens than this share of what was sent has cut the
+#: context: remote token counts are estimates (about 3.5 characters a token), so the margin is wide.
+CONTEXT_CUT_RATIO = 0.7
+
+
+def context_cut(sent: int, reported: int | None) -> bool:
+    """Whether a server dropped part of the prompt: it reported ``reported`` prompt tokens
+    for about ``sent`` (the messages' contents, counted or estimated; the chat template
+    adds more, never less). Prompts under 512 tokens are not judged: estimates are noisy
+    there, and servers that cut keep at least 2,048.
+
+    >>> context_cut(6000, 2048), context_cut(6000, 5900), context_cut(300, 100), context_cut(6000, None)
+    (True, False, False, False)
+    """
+    return reported is not None and sent >= 512 and reported < CONTEXT_CUT_RATIO * sent
+
+
+def duplicate_rows(rows: list[BenchRow]) -> int:
+    """How many rows repeat an earlier one (same domain, trajectory id, turn, prompt and
+    ground truth). AgentWorldBench ids are not unique, so duplicates are evaluated like any
+    row; they are counted and reported."""
+    seen = set()
+    for row in rows:
+        seen.add(row_key(0, row))
+    return len(rows) - len(seen)
+
+
 def load_baseline(config: EvalConfig) -> dict[str, dict]:
     """Predictions of another run, by row key, for ``judge_mode="closer"``.
 
@@ -163,11 +190,21 @@ async def predict_rows(
         except Exception as e:  # counted as a failed row, never fatal
             return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
         stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
-        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped)
+        truncated = gen.finish_reason == "length"
+        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=truncated)
+        sent = sum(model.count_tokens(m["content"]) for m in messages)
+        cut = context_cut(sent, gen.prompt_tokens)
+        if cut and not warned:
+            warned.append(key)
+            print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
+                  "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
+                  "a world model'); such rows are marked context_cut", file=sys.stderr)
         return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": parsed.observation,
-                      "parse_issues": parsed.issues, "finish_reason": gen.finish_reason,
-                      "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                      "error": None}
+                      "parse_issues": parsed.issues, "finish_reason": gen.finish_reason, "truncated": truncated,
+                      "context_cut": cut, "prompt_tokens": gen.prompt_tokens,
+                      "completion_tokens": gen.completion_tokens, "error": None}
+
+    warned: list[str] = []  # one warning per run about a server that cuts the context
 
     keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
     report = await arun_jobs([(k, (k, r)) for k, r in keyed], one,
@@ -265,6 +302,10 @@ async def evaluate(
         rows = load_rows(config.data, config.domains, config.limit)
     if not rows:
         raise DataNotFoundError(f"no rows to evaluate in {config.data}")
+    duplicates = duplicate_rows(rows)
+    if duplicates:
+        print(f"warning: {duplicates} rows repeat an earlier row (same trajectory, turn, prompt and ground truth); "
+              "they are evaluated like the others and counted in summary.json", file=sys.stderr)
     if judge is not None and config.judge_mode == "closer":
         load_baseline(config)  # fail before predicting, not after
     check_run_settings(out / "run.json", {
@@ -288,6 +329,7 @@ async def evaluate(
         "data": str(config.data) if config.data else None,
         "predict_seconds_this_invocation": round(t_pred, 2),
         "rows_predicted_this_invocation": n_predicted,
+        "duplicate_rows": duplicates,
         "lwm_version": version("lwm"),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

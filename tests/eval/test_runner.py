@@ -215,3 +215,43 @@ def test_undecodable_and_deep_lines_are_named(tmp_path):
     (bad / "x_test.jsonl").write_text("[" * 100000 + "\n")
     with pytest.raises(RowFormatError, match="nested too deeply"):
         load_rows(bad)
+
+
+async def test_truncated_generations_cut_contexts_and_duplicate_rows_are_marked_and_counted(tmp_path, capsys):
+    """Behaviours of real servers, on a stub: a generation stopped by max_tokens (a draft in
+    an unclosed tag, one inside unclosed reasoning), a server that keeps only the end of a
+    long prompt (as Ollama does without num_ctx), and a data file with a repeated row."""
+    from servers import chat_stub, completion
+
+    from lwm.models import load_model
+
+    data = make_data(tmp_path, episodes=1, turns=3)
+    rows = load_rows(data)
+    long_history = rows[2].model_copy(update={"system_str": "x " * 12000})  # about 6,900 estimated tokens
+    rows = [rows[0], rows[1], long_history, rows[0]]  # the last repeats the first
+
+    def answer(body):
+        content = body["messages"][-1]["content"]
+        if "echo 0-1" in content:
+            return completion("<predicted_observation>root@sandbox:/app# echo 0-1\n0-", "length",
+                              {"prompt_tokens": 40, "completion_tokens": 8})
+        if "echo 0-2" in content:
+            return completion("<think>it will print 0-2 and", "length", {"prompt_tokens": 60, "completion_tokens": 8})
+        return completion("<predicted_observation>ok</predicted_observation>", "stop",
+                          {"prompt_tokens": 2048, "completion_tokens": 5})
+
+    with chat_stub(answer) as (url, _):
+        model = load_model("stub", base_url=url)
+        summary = await evaluate(EvalConfig(out=tmp_path / "run"), model, rows=rows, show_progress=False)
+    recs = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert [r["truncated"] for r in recs] == [True, True, False, True]
+    assert recs[0]["observation"] == "root@sandbox:/app# echo 0-1\n0-" and "truncated" in recs[0]["parse_issues"]
+    assert recs[1]["observation"] == "" and recs[1]["fidelity"]["exact"] == 0.0  # the cut fell inside reasoning
+    assert [r["context_cut"] for r in recs] == [False, False, True, False]
+    terminal = summary["domains"]["terminal"]
+    assert (terminal["truncated_rows"], terminal["context_cut_rows"]) == (3, 1)
+    assert summary["run"]["duplicate_rows"] == 1 and summary["rows"] == 4
+    err = capsys.readouterr().err
+    assert err.count("cut the context") == 1 and "1 rows repeat an earlier row" in err
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "truncated_rows" in report and "context_cut_rows" in report

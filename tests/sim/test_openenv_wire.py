@@ -13,9 +13,9 @@ import time
 import pytest
 from servers import free_port
 
+from lwm.domains.terminal import keys
 from lwm.envs.base import Task
 from lwm.models.base import FunctionChatModel
-from lwm.domains.terminal import keys
 
 pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
