@@ -160,7 +160,7 @@ class SimEnv:
         messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
-        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped)
+        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
         for issue in parsed.issues:
             self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
         traj.turns.append(Turn(index=index, action=action, observation=parsed.observation, provenance=prov))
