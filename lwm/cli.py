@@ -325,6 +325,23 @@ def wm2real(
             raise typer.Exit(1)
 
 
+@app.command()
+def report(
+    runs: list[Path] = typer.Argument(..., help="Run directories of lwm eval, rollout, wm2real or train sft; runs "
+                                      "of one kind are compared side by side."),
+    out: Path = typer.Option(Path("report.html"), help="The HTML file to write (self-contained, opens offline)."),
+    title: Optional[str] = typer.Option(None, help="Page title (default: the runs' names)."),
+) -> None:
+    """Write one self-contained HTML report of one or several runs."""
+    from lwm.eval.html_report import write_html_report
+
+    try:
+        path = write_html_report(runs, out, title=title)
+    except (LwmError, OSError) as e:
+        _fail(e)
+    console.print(f"wrote {path}")
+
+
 from lwm.data.commands import data_app  # noqa: E402  (sub-apps after the top-level commands)
 from lwm.train.commands import train_app  # noqa: E402
 
