@@ -301,6 +301,9 @@ def test_missing_or_corrupt_run_directories_are_named(runs, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataNotFoundError, match="is not a run directory lwm knows: expected predictions.jsonl"):
         write_html_report([tmp_path / "empty"], tmp_path / "r.html")
+    (tmp_path / "empty" / "predictions.partial.jsonl").write_text("")
+    with pytest.raises(DataNotFoundError, match="an unfinished run; finish it by re-running its command"):
+        write_html_report([tmp_path / "empty"], tmp_path / "r.html")
     broken = tmp_path / "broken"
     shutil.copytree(runs[0], broken)
     with open(broken / "predictions.jsonl", "a") as f:
@@ -326,30 +329,32 @@ def test_a_run_whose_data_moved_says_so(runs, tmp_path):
 @needs_browser
 @needs_sandbox
 def test_cli_report_of_real_runs(browser, tmp_path):
-    """The real db suite collected, evaluated by both references and reported through the CLI (also the
+    """The real terminal suite collected, evaluated by both references and reported through the CLI (also the
     README's screenshot: LWM_UPDATE_SCREENSHOT=1 writes it to docs/img/report.png)."""
     def lwm(*args):
         return subprocess.run([sys.executable, "-m", "lwm.cli", *map(str, args)], capture_output=True, text=True,
                               timeout=300)
 
-    r = lwm("collect", "--domain", "db", "--episodes", "2", "--out", tmp_path / "data", "--no-progress")
+    r = lwm("collect", "--domain", "terminal", "--episodes", "2", "--out", tmp_path / "data", "--no-progress")
     assert r.returncode == 0, r.stderr
     for m in ("trivial", "repeat-last"):
         r = lwm("eval", "--data", tmp_path / "data", "--out", tmp_path / m, "--model", f"baseline:{m}", "--no-progress")
         assert r.returncode == 0, r.stderr
     r = lwm("report", tmp_path / "trivial", tmp_path / "repeat-last", "--out", tmp_path / "report.html")
     assert r.returncode == 0 and f"wrote {tmp_path / 'report.html'}" in r.stderr, r.stderr
-    rows = json.loads((tmp_path / "trivial" / "summary.json").read_text())["rows"]
+    trivial, repeat = predictions(tmp_path / "trivial"), predictions(tmp_path / "repeat-last")
     page, errors = open_report(browser, tmp_path / "report.html")
-    assert count(page) == rows
+    assert count(page) == len(trivial) > 0
     choose(page, "#f-compare", "exact")
-    page.click("#row-list .item .item-head")
-    assert page.locator(".item.open .detail .diff").count() >= 1
+    assert count(page) == sum(a["fidelity"]["exact"] != b["fidelity"]["exact"] for a, b in zip(trivial, repeat))
+    # a row both got wrong, opened by its permalink
+    key = next(a["key"] for a, b in zip(trivial, repeat) if a["fidelity"]["exact"] == b["fidelity"]["exact"] == 0)
+    page.goto((tmp_path / "report.html").as_uri() + "#row=" + key)
+    detail = page.locator(".item.open", has_text=key).locator(".detail")
+    assert detail.locator(".diff").count() == 2 and detail.locator(".diff .d").count() >= 1
     assert errors == []
-    page.set_viewport_size({"width": 1100, "height": 800})
-    page.locator("#rows").scroll_into_view_if_needed()
     shot = tmp_path / "report.png"
-    page.screenshot(path=shot, type="png")
+    page.screenshot(path=shot)
     assert shot.read_bytes()[:4] == b"\x89PNG"
     if os.environ.get("LWM_UPDATE_SCREENSHOT"):
         shutil.copy(shot, Path(__file__).parent.parent / "docs" / "img" / "report.png")

@@ -68,6 +68,7 @@ from typing import Any
 
 from lwm import __version__
 from lwm.errors import DataNotFoundError
+from lwm.eval.judge import normalize
 from lwm.jsonl import iter_jsonl, read_json, write_atomic
 from lwm.parse import observation_text
 from lwm.schema import parse_prompt_item, read_trajectories
@@ -145,7 +146,9 @@ def detect_kind(path: Path) -> str:
         if all((path / m).is_file() for m in markers):
             return name
     known = "; ".join(f"{' + '.join(m)} ({n})" for n, m, _ in _KINDS)
-    raise DataNotFoundError(f"{path} is not a run directory lwm knows: expected {known}")
+    unfinished = " (it holds *.partial.jsonl: an unfinished run; finish it by re-running its command)" if any(
+        path.glob("*.partial.jsonl")) else ""
+    raise DataNotFoundError(f"{path} is not a run directory lwm knows: expected {known}{unfinished}")
 
 
 def load_run(path: Path) -> Run:
@@ -187,8 +190,6 @@ def _utf16(text: str, spans: list) -> list[list[int]]:
 
 
 def _judge_pct(judge: dict | None) -> float | None:
-    from lwm.eval.judge import normalize
-
     if not judge:
         return None
     if judge.get("mode") == "score":
@@ -206,6 +207,7 @@ def _find_data(path: Path, recorded: str | None) -> Path | None:
 
 def _eval_rows(path: Path, records: list[dict], data: Path | None) -> tuple[list[dict], list[str]]:
     """Row-viewer records of an eval run, with the action and real observation read from its data."""
+    # lwm.eval.report and .runner are imported here: they may write this report when a run ends.
     from lwm.eval.report import _depth
     from lwm.eval.runner import load_rows, row_key
 
