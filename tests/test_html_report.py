@@ -76,8 +76,9 @@ def runs(tmp_path_factory):
         traj("db/<b>hostile</b>/run0", "db", ["SELECT 1 AS a;", "SELECT '<script>';", "SELECT 1 AS a;"],
              [table, HOSTILE, table]),
         traj("db/huge/run0", "db", ["SELECT * FROM big;", "SELECT 1 AS a;"], [HUGE, table]),
-        traj("code/volatile/run0", "code", ["import os", "print('\U0001f642 pid', os.getpid(), 'ok')", "x = 1"],
-             ["", "\U0001f642 pid 4121 ok", ""], volatile={2: [(6, 10)]}),
+        traj("code/volatile/run0", "code",
+             ["import os", "print('\U0001f642 pid', os.getpid(), 'ok')", "x = 1", "print(b'\\xed\\xa0\\x80')"],
+             ["", "\U0001f642 pid 4121 ok", "", "lone \ud800 surrogate"], volatile={2: [(6, 10)]}),
     ])
 
 
@@ -129,7 +130,7 @@ def test_summary_filters_and_row_viewer(runs, browser, tmp_path):
     assert page.locator("#section-eval figure svg").count() >= 4 and page.locator("svg script").count() == 0
 
     choose(page, "#f-domain", "code")
-    assert count(page) == sum(p["domain"] == "code" for p in preds) == 3
+    assert count(page) == sum(p["domain"] == "code" for p in preds) == 4
     choose(page, "#f-domain", "")
     choose(page, "#f-depth", "2")
     assert count(page) == sum(p["turn_idx"] == 2 for p in preds) == 3
@@ -145,7 +146,7 @@ def test_summary_filters_and_row_viewer(runs, browser, tmp_path):
 
     # a row opened: its action, the real observation, both predictions, a line diff
     choose(page, "#f-sort", "input")
-    page.fill("#f-search", "print(")
+    page.fill("#f-search", "getpid")
     expect(page.locator("#row-count")).to_have_text(re.compile("^1 of"))  # the search waits 200 ms for typing
     page.click("#row-list .item .item-head")
     detail = page.locator("#row-list .item .detail")

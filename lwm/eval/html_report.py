@@ -205,15 +205,16 @@ def _find_data(path: Path, recorded: str | None) -> Path | None:
     return None
 
 
-def _eval_rows(path: Path, records: list[dict], data: Path | None) -> tuple[list[dict], list[str]]:
-    """Row-viewer records of an eval run, with the action and real observation read from its data."""
+def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[list[dict], list[str]]:
+    """Row-viewer records of an eval run, with the action and real observation read from the data it
+    recorded (``recorded``)."""
     # lwm.eval.report and .runner are imported here: they may write this report when a run ends.
     from lwm.eval.report import _depth
     from lwm.eval.runner import load_rows, row_key
 
-    warnings, truth = [], {}
+    warnings, truth, data = [], {}, _find_data(path, recorded)
     if data is None:
-        warnings.append(f"{path}: the data this run read is not found (recorded: {_recorded_data(path)}); "
+        warnings.append(f"{path}: the data this run read is not found (recorded: {recorded}); "
                         "real observations and actions are not shown")
     else:
         truth = {row_key(i, r).split("-", 1)[1]: r for i, r in enumerate(load_rows(data))}
@@ -247,16 +248,6 @@ def _eval_rows(path: Path, records: list[dict], data: Path | None) -> tuple[list
     return out, warnings
 
 
-def _recorded_data(path: Path) -> str | None:
-    for name in ("summary.json", "run.json"):
-        if (path / name).is_file():
-            info = read_json(path / name)
-            data = info.get("run", info).get("data")
-            if data:
-                return data
-    return None
-
-
 @run_kind("eval", "predictions.jsonl")
 def _load_eval(path: Path) -> Run:
     from lwm.eval.report import summarize
@@ -265,7 +256,7 @@ def _load_eval(path: Path) -> Run:
     info = read_json(path / "summary.json").get("run", {}) if (path / "summary.json").is_file() else (
         read_json(path / "run.json") if (path / "run.json").is_file() else {})
     summary = summarize(records, info)
-    rows, warnings = _eval_rows(path, records, _find_data(path, _recorded_data(path)))
+    rows, warnings = _eval_rows(path, records, info.get("data"))
     model = str(info.get("model", ""))
     headline: dict[str, Any] = {"model": model, "reference": "yes" if model.startswith("baseline:") else "",
                                 "rows": summary["rows"], "failed": summary["failed"]}
@@ -438,13 +429,13 @@ def _load_train(path: Path) -> Run:
 
 def _svg(chart: Any) -> str:
     """The chart as plain SVG: pygal's inline configuration script removed (see the module docstring)."""
+    from pygal.etree import etree
+
     root = chart.render_tree()
     for parent in list(root.iter()):
         for child in list(parent):
             if isinstance(child.tag, str) and child.tag.rsplit("}", 1)[-1] == "script":
                 parent.remove(child)
-    from pygal.etree import etree
-
     return etree.tostring(root, encoding="unicode")
 
 
@@ -513,8 +504,8 @@ def _section(kind: str, runs: list[Run]) -> dict[str, Any]:
         lines = {(f"{r.label}: {k}" if len(runs) > 1 else k): pts
                  for r in runs for k, pts in r.series.get(title, {}).items()}
         charts.append(line_chart(f"{title} against step", lines))
-    tables = [{"title": f"{r.label}: {t}" if len(runs) > 1 else t, "header": h, "rows": [[_cell(c) for c in row]
-               for row in rows]} for r in runs for t, h, rows in r.tables]
+    tables = [{"title": f"{r.label}: {t}" if len(runs) > 1 else t, "header": header,
+               "rows": [[_cell(c) for c in row] for row in rows]} for r in runs for t, header, rows in r.tables]
     return {"kind": kind, "title": KIND_TITLES.get(kind, kind), "settings": settings, "settings_runs":
             [r.label for r in runs], "headline_cols": cols, "headline": headline, "groups": groups,
             "charts": charts, "tables": tables}
@@ -547,10 +538,14 @@ def _viewer_data(runs: list[Run]) -> dict[str, Any]:
 
 
 def _script_json(obj: Any) -> str:
-    """JSON safe inside a <script> element: no '<', '>' or '&' that could end or comment it."""
+    """JSON safe inside a <script> element: no '<', '>' or '&' that could end or comment it. Text
+    UTF-8 cannot encode (lone surrogates) makes it all-ASCII, as in :func:`lwm.jsonl.dumps`."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def render_html(runs: list[Run], *, title: str | None = None) -> str:
