@@ -339,7 +339,7 @@ def report(
         path = write_html_report(runs, out, title=title)
     except (LwmError, OSError) as e:
         _fail(e)
-    console.print(f"wrote {path}")
+    console.print(f"wrote {path}", markup=False, highlight=False)
 
 
 from lwm.data.commands import data_app  # noqa: E402  (sub-apps after the top-level commands)

@@ -188,21 +188,20 @@
         if (p.dr) chips.append(chip(`${p.dr} oldest history turns dropped`, "flag"));
         col.append(chips);
         col.append(p.err ? el("pre", "error", `failed: ${p.err}`) : textBlock(p.o || ""));
+        for (const [key, title] of [["rs", "reasoning"], ["out", "raw output"], ["jd", "judge verdict"]]) {
+          if (p[key] === undefined) continue;
+          const d = el("details");
+          d.append(el("summary", null, title));
+          d.append(textBlock(typeof p[key] === "string" ? p[key] : JSON.stringify(p[key], null, 2)));
+          col.append(d);
+        }
         cols.append(col);
       });
       box.append(cols);
       r.p.forEach((p, s) => {
         if (!p || p.err || r.r === null) return;
-        const name = runLabel(slots[s]);
-        box.append(el("h4", null, `Line diff: - real, + ${name}`));
+        box.append(el("h4", null, `Line diff: - real, + ${runLabel(slots[s])}`));
         box.append(diffBlock(r.r, p.o || "", p.df));
-        for (const [key, title] of [["rs", "reasoning"], ["out", "raw output"], ["jd", "judge verdict"]]) {
-          if (p[key] === undefined) continue;
-          const d = el("details");
-          d.append(el("summary", null, `${name}: ${title}`));
-          d.append(textBlock(typeof p[key] === "string" ? p[key] : JSON.stringify(p[key], null, 2)));
-          box.append(d);
-        }
       });
     };
 
