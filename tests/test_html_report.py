@@ -111,10 +111,6 @@ def count(page, which="row") -> int:
     return int(page.inner_text(f"#{which}-count").split(" of ")[0].replace(",", ""))
 
 
-def choose(page, select: str, value: str) -> None:
-    page.select_option(select, value)
-
-
 @needs_browser
 def test_summary_filters_and_row_viewer(runs, browser, tmp_path):
     trivial, repeat = runs
@@ -129,23 +125,23 @@ def test_summary_filters_and_row_viewer(runs, browser, tmp_path):
     assert "baseline:trivial" in head and "baseline:repeat-last" in head and f"{summary['macro']['exact']:g}" in head
     assert page.locator("#section-eval figure svg").count() >= 4 and page.locator("svg script").count() == 0
 
-    choose(page, "#f-domain", "code")
+    page.select_option("#f-domain", "code")
     assert count(page) == sum(p["domain"] == "code" for p in preds) == 4
-    choose(page, "#f-domain", "")
-    choose(page, "#f-depth", "2")
+    page.select_option("#f-domain", "")
+    page.select_option("#f-depth", "2")
     assert count(page) == sum(p["turn_idx"] == 2 for p in preds) == 3
-    choose(page, "#f-depth", "")
+    page.select_option("#f-depth", "")
     page.fill("#f-max", "0")  # exact of the trivial guess at most 0: its wrong rows
     assert count(page) == sum(p["fidelity"]["exact"] == 0 for p in preds) > 0
     page.fill("#f-max", "")
-    choose(page, "#f-metric", "edit_similarity")
-    choose(page, "#f-sort", "worst")
+    page.select_option("#f-metric", "edit_similarity")
+    page.select_option("#f-sort", "worst")
     worst = min(p["fidelity"]["edit_similarity"] for p in preds)
     first = page.locator("#row-list .item .chip").first.inner_text()
     assert first == f"trivial: edit_similarity {round(100 * worst, 1):g}"
 
     # a row opened: its action, the real observation, both predictions, a line diff
-    choose(page, "#f-sort", "input")
+    page.select_option("#f-sort", "input")
     page.fill("#f-search", "getpid")
     expect(page.locator("#row-count")).to_have_text(re.compile("^1 of"))  # the search waits 200 ms for typing
     page.click("#row-list .item .item-head")
@@ -203,9 +199,9 @@ def test_comparison_shows_the_rows_that_differ(runs, browser, tmp_path):
     exact_differs = [a["key"] for a, b in zip(trivial, repeat) if a["fidelity"]["exact"] != b["fidelity"]["exact"]]
     text_differs = [a["key"] for a, b in zip(trivial, repeat) if a["observation"] != b["observation"]]
     assert 0 < len(exact_differs) < len(text_differs) < len(trivial)
-    choose(page, "#f-compare", "exact")
+    page.select_option("#f-compare", "exact")
     assert page.locator("#row-list .item .key").all_inner_texts() == exact_differs
-    choose(page, "#f-compare", "text")
+    page.select_option("#f-compare", "text")
     assert page.locator("#row-list .item .key").all_inner_texts() == text_differs
     assert errors == []
 
@@ -261,7 +257,7 @@ def test_episode_viewer_with_provenance_rewards_and_the_real_replay(browser, tmp
     detail = page.locator("#ep-list .item.open .detail").inner_text()
     assert "reward 1" in detail and "reward model: rationale 1: the table is there" in detail
     assert 'simulated · SmolLM2-135M+warmup · {"temperature": 0.0} · controls: error:disk full' in detail
-    choose(page, "#e-run", "1")
+    page.select_option("#e-run", "1")
     page.click("#ep-list .item:nth-child(2) .item-head")  # its replay in the real environment
     detail = page.locator("#ep-list .item.open .detail").inner_text()
     assert "false success: true" in detail and "notes1" in detail and ".tables" in detail
@@ -346,7 +342,7 @@ def test_cli_report_of_real_runs(browser, tmp_path):
     trivial, repeat = predictions(tmp_path / "trivial"), predictions(tmp_path / "repeat-last")
     page, errors = open_report(browser, tmp_path / "report.html")
     assert count(page) == len(trivial) > 0
-    choose(page, "#f-compare", "exact")
+    page.select_option("#f-compare", "exact")
     assert count(page) == sum(a["fidelity"]["exact"] != b["fidelity"]["exact"] for a, b in zip(trivial, repeat))
     # a row both got wrong, opened by its permalink
     key = next(a["key"] for a, b in zip(trivial, repeat) if a["fidelity"]["exact"] == b["fidelity"]["exact"] == 0)
