@@ -32,6 +32,18 @@ app = typer.Typer(
 PROGRESS = typer.Option(True, help="Show progress bars on stderr.")
 
 
+def _html_report(run: Path) -> None:
+    """Write ``run/report.html`` beside the run's other reports (a failure is a warning:
+    the run itself is done)."""
+    from lwm.errors import LwmError
+    from lwm.eval.html_report import write_html_report
+
+    try:
+        note(f"wrote {write_html_report([run], Path(run) / 'report.html')}")
+    except (LwmError, OSError) as e:
+        note(f"warning: no HTML report: {e}", "yellow")
+
+
 def _default_model(model: str | None, base_url: str | None, api_key: str, adapter: str | None = None) -> str:
     from lwm.models import default_model
 
@@ -165,6 +177,7 @@ def eval_(
     summary = call(run_eval, config, world, judge, show_progress=progress, resume=out)
     print_summary(summary, Console())
     note(f"wrote {out}/predictions.jsonl, summary.json, report.md")
+    _html_report(out)
     if summary["failed"] == summary["rows"]:
         note("every row failed; see 'errors' above and re-run the same command to retry them", "red")
         raise typer.Exit(1)
@@ -205,6 +218,8 @@ def rollout(
     res = call(run_rollout, config, show_progress=progress, resume=out)
     reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
     note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")
+    if res.episodes:
+        _html_report(out)
     if res.failed:
         note(f"{len(res.failed)} episodes failed, e.g. {next(iter(res.failed.values()))} (see {out}/manifest.json)",
              "yellow")
@@ -228,10 +243,25 @@ def wm2real(
     out = out or run_dir("wm2real")
     res = call(run_wm2real, trajectories, out, concurrency=concurrency, show_progress=progress, resume=out)
     Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    if res.summary["trajectories"]:
+        _html_report(out)
     if res.summary["failed"]:
         note(f"{len(res.summary['failed'])} trajectories could not be replayed (see {out}/summary.json)", "yellow")
         if res.summary["trajectories"] == 0:
             raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    runs: list[Path] = typer.Argument(..., help="Run directories of lwm eval, rollout, wm2real or train sft; runs "
+                                      "of one kind are compared side by side."),
+    out: Path = typer.Option(Path("report.html"), help="The HTML file to write (self-contained, opens offline)."),
+    title: str | None = typer.Option(None, help="Page title (default: the runs' names)."),
+) -> None:
+    """Write one self-contained HTML report of one or several runs."""
+    from lwm.eval.html_report import write_html_report
+
+    note(f"wrote {call(write_html_report, runs, out, title=title)}")
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

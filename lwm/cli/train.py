@@ -74,6 +74,9 @@ def sft(
     note(f"{res.steps} steps on {res.train_examples} examples: train loss {res.train_loss:.4f}{evals}; "
          f"{res.train_tokens} tokens in {res.seconds:.0f}s ({res.tokens_per_second:.0f} tokens/s)")
     note(f"wrote {res.output_dir} and {out}/metrics.json")
+    from lwm.cli import _html_report
+
+    _html_report(out)
 
 
 @train_app.command("export")

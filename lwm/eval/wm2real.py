@@ -65,7 +65,7 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
         for turn in traj.turns:
             real = env.step(turn.action).observation
             f = fidelity(turn.observation, real)
-            steps.append({"turn": turn.index, **f.to_dict(), "kind": turn.provenance.kind})
+            steps.append({"turn": turn.index, **f.to_dict(), "kind": turn.provenance.kind, "real_observation": real})
         real_reward = env.verify()
     finally:
         env.close()
