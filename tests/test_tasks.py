@@ -184,7 +184,7 @@ WRONG = {
     ("mcp", "relate-entities"): _first,
     # swe: deleting the failing tests must not count as fixing
     ("swe", "fix-operator"): lambda t, s: (call("bash", command="rm -f test_*.py"),),
-    ("swe", "find-bug"): lambda t, s: (call("bash", command="rm -f test_*.py"),),
+    ("swe", "find-bug"): lambda t, s: (call("bash", command="git rm -q test_*.py && git commit -qm tidy"),),
     ("swe", "fix-and-commit"): lambda t, s: s[:2],
     ("swe", "edit-constant"): lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
                                                  content=_args(s[0])["new_string"]),),

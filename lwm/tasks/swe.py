@@ -2,9 +2,9 @@
 repository in ``/app/repo`` (committed before the episode, ``GIT_INIT_SETUP``).
 
 Verifiers are ``bash`` tool calls on the final state. Test-based checks first require the
-test files to be unchanged from the commit (``git diff --quiet``): editing or deleting a
-test to make it pass fails the check. A failing command shows ``Exit code N`` first, so it
-never equals the expected output.
+test file to be unchanged from the first commit (``git diff --quiet``, so committing the
+change does not hide it): editing or deleting a test to make it pass fails the check. A
+failing command shows ``Exit code N`` first, so it never equals the expected output.
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ def _fix(module: str, doc: str, bad: str, good: str) -> str:
     return call("edit", file_path=f"{R}/{module}.py", old_string=f"{line}{bad}\n", new_string=f"{line}{good}\n")
 
 
+def _unchanged(path: str) -> str:
+    """A command that fails when ``path`` differs from the first commit (committed changes included)."""
+    return f"git diff --quiet $(git rev-list --max-parents=0 HEAD) -- {path}"
+
+
 def _tests_pass(test_file: str) -> Check:
-    return Check(_sh(f"cd {R} && git diff --quiet HEAD -- {test_file} && python3 -m unittest -q 2>&1 | tail -1"),
-                 "OK", "equals")
+    return Check(_sh(f"cd {R} && {_unchanged(test_file)} && python3 -m unittest -q 2>&1 | tail -1"), "OK", "equals")
 
 
 # (function name, doc, correct expression, buggy expression, ((args, result), …))
@@ -85,8 +89,8 @@ def find_bug(rng: random.Random):
 def fix_and_commit(rng: random.Random):
     module, (name, doc, good, bad, _), files = _binary_repo(rng)
     message = f"Fix {name}"
-    probe = (f"cd {R} && git diff --quiet $(git rev-list --max-parents=0 HEAD) -- test_{module}.py && "
-             "git log -1 --format=%s && git status --porcelain | wc -l && python3 -m unittest -q 2>&1 | tail -1")
+    probe = (f"cd {R} && {_unchanged(f'test_{module}.py')} && git log -1 --format=%s && "
+             "git status --porcelain | wc -l && python3 -m unittest -q 2>&1 | tail -1")
     return (_task("fix-and-commit", f"In {R}/{module}.py the function {name}(a, b) should return {doc} but returns "
                   f"{bad}. Fix it, check that the tests pass, and commit the fix with the message '{message}'.",
                   Check(_sh(probe), f"{message}\n0\nOK", "equals"), files),
