@@ -1,6 +1,7 @@
 """Seeded agent task families (lwm.tasks): contracts without a sandbox, then every family's
 reference solution, empty episode and a plausible wrong attempt played in the real environment."""
 
+import importlib
 import json
 import re
 
@@ -31,6 +32,7 @@ def test_every_domain_has_families_with_unique_names_and_a_quarter_held_out():
         train, held = families(domain, "train"), heldout_families(domain)
         assert {f.name for f in train} | {f.name for f in held} == set(names)
         assert not {f.name for f in train} & {f.name for f in held}
+        assert set(importlib.import_module(f"lwm.tasks.{domain}").HELD_OUT) == {f.name for f in held}  # no typo
         assert 0.2 <= len(held) / len(fams) <= 0.34, domain
         # held-out families cover a one-action task and a multi-step one
         assert {f.steps == 1 for f in held} == {True, False}, domain
