@@ -1,0 +1,164 @@
+"""Seeded agent task generators with real verifiers, for training and evaluating policies.
+
+A :class:`TaskFamily` draws one task from a seed: an instruction that states everything an
+agent needs (exact names, exact values), the starting state (``files``, ``setup``,
+``options``, applied by the domain's real environment) and a :class:`~lwm.envs.base.Check`
+run on the real final state; and a reference solution, the action texts in the domain's
+format that achieve it. Families live in one module per domain (``lwm.tasks.<domain>``:
+``FAMILIES`` and ``HELD_OUT``, the names of its held-out families).
+
+The split is by family, fixed and listed in each module: a held-out family is never
+trained on, so an evaluation on it measures transfer to unseen kinds of task, not to
+unseen parameters of a familiar one. About a quarter of each domain's families are held
+out, easy and harder ones alike (``docs/tasks.md`` has the table).
+
+Example:
+    >>> from lwm.tasks import families, task_set
+    >>> task, solution = families("terminal")[0].generate(7)
+    >>> pairs = task_set("terminal", "train", n=20, seed=0)  # 20 distinct (task, solution)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from lwm.envs.base import Task
+
+#: Domains with task families (one module each).
+TASK_DOMAINS = ("terminal", "db", "code", "fs", "mcp", "swe")
+SPLITS = ("train", "heldout", "all")
+#: Consecutive duplicate draws after which :func:`task_set` takes a family as exhausted.
+_MAX_DUPLICATE_DRAWS = 64
+
+# Vocabularies the generators draw from: short, common, lower-case ASCII words that need no
+# quoting in a shell, SQL string or JSON, and that are not substrings of one another's use.
+WORDS = ("apple", "banana", "cherry", "mango", "lemon", "grape", "peach", "melon", "olive", "plum",
+         "river", "cloud", "stone", "forest", "ocean", "desert", "island", "valley", "meadow", "harbor",
+         "tiger", "eagle", "otter", "falcon", "badger", "salmon", "turtle", "rabbit", "zebra", "parrot",
+         "copper", "silver", "amber", "violet", "indigo", "scarlet", "ivory", "crimson", "orange", "teal")
+NAMES = ("Ada", "Alan", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Edsger", "Frances",
+         "Donald", "Radia", "Tim", "Katherine", "John", "Hedy", "Niklaus", "Sophie", "Guido", "Anita")
+
+
+@dataclass(frozen=True)
+class TaskFamily:
+    """A parameterised kind of task with a real verifier.
+
+    Attributes:
+        name: unique within the domain, e.g. ``create-file``; it is each task's ``family``.
+        domain: the domain whose real environment plays the tasks (``terminal``, ``db`` …).
+        steps: actions a competent agent needs (1: a one-action task).
+        description: one line, for tables.
+        make: draws ``(task, solution)`` from a seeded ``random.Random``: the task (any
+            ``name``, overwritten by :meth:`generate`; ``family`` equal to ``name``; a
+            ``check``) and the reference solution, action texts in the domain's format.
+    """
+
+    name: str
+    domain: str
+    steps: int
+    description: str
+    make: Callable[[random.Random], tuple[Task, tuple[str, ...]]]
+
+    def generate(self, seed: int) -> tuple[Task, tuple[str, ...]]:
+        """The task of ``seed`` (named ``<family>-<seed>``) and its reference solution.
+
+        The same seed always gives the same task: the generator's random source is
+        ``random.Random(f"{domain}/{name}/{seed}")`` (string seeding is stable across runs
+        and Python versions, unlike ``hash``).
+
+        Raises:
+            TypeError: ``seed`` is not an int (bools refused too).
+            ValueError: the generator broke its contract (wrong family, no check, no solution).
+        """
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int, not {type(seed).__name__} {seed!r}")
+        task, solution = self.make(random.Random(f"{self.domain}/{self.name}/{seed}"))
+        if task.family != self.name or task.check is None or not solution:
+            raise ValueError(f"family {self.domain}/{self.name} made an invalid task for seed {seed}: "
+                             "its family must be the family's name, with a check and a solution")
+        return Task(name=f"{self.name}-{seed}", family=task.family, instruction=task.instruction,
+                    files=task.files, setup=task.setup, check=task.check, options=task.options), tuple(solution)
+
+
+def _module(domain: str):
+    if domain not in TASK_DOMAINS:
+        raise KeyError(f"no task families for domain {domain!r}; available: {', '.join(TASK_DOMAINS)}")
+    return importlib.import_module(f"lwm.tasks.{domain}")
+
+
+def families(domain: str, split: Literal["train", "heldout", "all"] = "all") -> list[TaskFamily]:
+    """The task families of ``domain``, in their module's order, optionally of one split.
+
+    Raises:
+        KeyError: no task families for this domain.
+        ValueError: unknown split.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    module = _module(domain)
+    held = set(module.HELD_OUT)
+    return [f for f in module.FAMILIES if split == "all" or (f.name in held) == (split == "heldout")]
+
+
+def heldout_families(domain: str) -> list[TaskFamily]:
+    """The held-out families of ``domain`` (never trained on). Raises KeyError as :func:`families`."""
+    return families(domain, "heldout")
+
+
+def task_key(task: Task) -> str:
+    """What makes two tasks the same task: everything but the name (JSON text)."""
+    data = task.to_dict()
+    del data["name"]
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
+def task_set(domain: str, split: Literal["train", "heldout", "all"], n: int,
+             seed: int = 0) -> list[tuple[Task, tuple[str, ...]]]:
+    """``n`` distinct tasks of a split of ``domain`` with their reference solutions.
+
+    Families take turns (round robin in module order), so every family of the split is
+    used about equally; each family draws seeds ``base, base + 1, …`` where ``base`` comes
+    from ``random.Random(f"{domain}/{split}/{seed}")``, and a task equal to one already
+    taken (same :func:`task_key`) is skipped. Deterministic: the same arguments give the
+    same list.
+
+    Raises:
+        KeyError: no task families for this domain.
+        ValueError: unknown split, ``n`` < 0, or the split's families hold fewer than ``n``
+            distinct tasks.
+        TypeError: ``n`` or ``seed`` is not an int.
+    """
+    for label, value in (("n", n), ("seed", seed)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{label} must be an int, not {type(value).__name__} {value!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, not {n}")
+    pool = families(domain, split)
+    base = random.Random(f"{domain}/{split}/{seed}").randrange(1 << 30)
+    next_seed = {f.name: base for f in pool}
+    seen: set[str] = set()
+    out: list[tuple[Task, tuple[str, ...]]] = []
+    live = list(pool)
+    while len(out) < n and live:
+        for family in list(live):
+            if len(out) == n:
+                break
+            for _ in range(_MAX_DUPLICATE_DRAWS):
+                task, solution = family.generate(next_seed[family.name])
+                next_seed[family.name] += 1
+                key = task_key(task)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((task, solution))
+                    break
+            else:
+                live.remove(family)
+    if len(out) < n:
+        raise ValueError(f"the {split} families of {domain} gave only {len(out)} distinct tasks; asked for {n}")
+    return out

@@ -1,0 +1,255 @@
+"""Seeded agent task families (lwm.tasks): contracts without a sandbox, then every family's
+reference solution, empty episode and a plausible wrong attempt played in the real environment."""
+
+import importlib
+import json
+import re
+
+import pytest
+from conftest import needs_sandbox
+
+from lwm.domains.mcp import call
+from lwm.envs import Check, Task, make_real_env
+from lwm.suites import keys
+from lwm.tasks import TASK_DOMAINS, TaskFamily, families, heldout_families, task_key, task_set
+from lwm.tasks.db import on_engine
+
+ALL = [(d, f.name) for d in TASK_DOMAINS for f in families(d)]
+
+
+def _family(domain, name):
+    return next(f for f in families(domain) if f.name == name)
+
+
+# -- without a sandbox ----------------------------------------------------------------------
+def test_every_domain_has_families_with_unique_names_and_a_quarter_held_out():
+    for domain in TASK_DOMAINS:
+        fams = families(domain)
+        names = [f.name for f in fams]
+        assert len(fams) >= 7 and len(set(names)) == len(names)
+        assert all(f.domain == domain for f in fams)
+        assert any(f.steps == 1 for f in fams) and any(f.steps >= 2 for f in fams)
+        train, held = families(domain, "train"), heldout_families(domain)
+        assert {f.name for f in train} | {f.name for f in held} == set(names)
+        assert not {f.name for f in train} & {f.name for f in held}
+        assert set(importlib.import_module(f"lwm.tasks.{domain}").HELD_OUT) == {f.name for f in held}  # no typo
+        assert 0.2 <= len(held) / len(fams) <= 0.34, domain
+        # held-out families cover a one-action task and a multi-step one
+        assert {f.steps == 1 for f in held} == {True, False}, domain
+
+
+@pytest.mark.parametrize("domain,name", ALL)
+def test_family_is_deterministic_and_well_formed(domain, name):
+    family = _family(domain, name)
+    lengths = set()
+    for seed in range(20):
+        task, solution = family.generate(seed)
+        assert (task, solution) == family.generate(seed)
+        assert task.name == f"{name}-{seed}" and task.family == name and task.instruction.strip()
+        check = task.check
+        if check.match == "regex":
+            re.compile(check.expect)
+        elif check.match == "contains":  # an error message quoting the probe must not pass
+            assert check.expect not in check.probe
+        assert all(isinstance(a, str) and a for a in solution)
+        lengths.add(len(solution))
+    assert min(lengths) == family.steps
+
+
+@pytest.mark.parametrize("domain,name", ALL)
+def test_family_gives_many_distinct_tasks(domain, name):
+    keys_ = {task_key(_family(domain, name).generate(seed)[0]) for seed in range(100)}
+    assert len(keys_) >= 40, f"{domain}/{name}: {len(keys_)} distinct tasks in 100 seeds"
+
+
+def test_task_set_is_distinct_deterministic_and_respects_the_split():
+    for domain in TASK_DOMAINS:
+        held = {f.name for f in heldout_families(domain)}
+        train = task_set(domain, "train", 60, seed=3)
+        assert len({task_key(t) for t, _ in train}) == 60
+        assert not {t.family for t, _ in train} & held
+        assert {t.family for t, _ in train} == {f.name for f in families(domain, "train")}
+        assert [t for t, _ in train] == [t for t, _ in task_set(domain, "train", 60, seed=3)]
+        assert [t for t, _ in train] != [t for t, _ in task_set(domain, "train", 60, seed=4)]
+        assert {t.family for t, _ in task_set(domain, "heldout", 12, seed=0)} == held
+    assert task_set("code", "all", 0) == []
+
+
+def test_task_set_refuses_more_tasks_than_the_families_hold(monkeypatch):
+    import lwm.tasks.code
+
+    def tiny(rng):  # three distinct tasks in all
+        value = rng.randint(1, 3)
+        return Task("t", family="tiny", check=Check("print(x)", str(value))), (f"x = {value}",)
+
+    monkeypatch.setattr(lwm.tasks.code, "FAMILIES", [TaskFamily("tiny", "code", 1, "x = 1, 2 or 3", tiny)])
+    monkeypatch.setattr(lwm.tasks.code, "HELD_OUT", ())
+    assert sorted(t.check.expect for t, _ in task_set("code", "train", 3)) == ["1", "2", "3"]
+    with pytest.raises(ValueError, match="gave only 3 distinct tasks; asked for 4"):
+        task_set("code", "train", 4)
+
+
+def test_bad_input_is_refused_clearly():
+    with pytest.raises(KeyError, match="no task families for domain 'nope'.*terminal"):
+        families("nope")
+    with pytest.raises(KeyError, match="no task families"):
+        task_set("android", "train", 3)
+    with pytest.raises(ValueError, match="unknown split 'test'"):
+        families("db", "test")
+    family = families("db")[0]
+    for seed in ("3", 3.0, True, None):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            family.generate(seed)
+    with pytest.raises(TypeError, match="n must be an int"):
+        task_set("db", "train", "5")
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        task_set("db", "train", -1)
+
+
+# -- plausible wrong attempts: (task, solution) -> actions that must not pass ------------------
+def _typed(action):
+    return json.loads(action)[0]["keystrokes"]
+
+
+def _args(action):
+    return json.loads(action)["arguments"]
+
+
+def _first(_, s):
+    return s[:1]
+
+
+WRONG = {
+    # terminal
+    ("terminal", "print-text"): lambda t, s: (keys(_typed(s[0]).replace("\n", " > out.txt\n")),),
+    ("terminal", "create-file"): lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),  # to the screen
+    ("terminal", "make-dir"): lambda t, s: (keys(_typed(s[0]).replace("mkdir", "touch")),),
+    ("terminal", "append-line"): lambda t, s: (keys(_typed(s[0]).replace(">>", ">")),),
+    ("terminal", "copy-file"): lambda t, s: (keys(_typed(s[0]).replace("cp ", "mv ")),),
+    ("terminal", "rename-file"): lambda t, s: (keys(_typed(s[0]).replace("mv ", "cp ")),),
+    ("terminal", "delete-logs"): lambda t, s: (keys("rm /app/*\n"),),
+    ("terminal", "count-matches"): lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),
+    ("terminal", "sort-unique"): lambda t, s: (keys("sort names.txt > sorted.txt\n"),),
+    ("terminal", "replace-word"): lambda t, s: (keys(_typed(s[0]).replace("sed -i", "sed")),),
+    ("terminal", "nested-file"): _first,
+    ("terminal", "make-script"): _first,
+    ("terminal", "backup-and-edit"): lambda t, s: s[1:],  # edits without the backup
+    # db
+    ("db", "insert-row"): lambda t, s: (s[0].replace("INSERT INTO people (name, age) VALUES", "SELECT")
+                                        .replace("(", "").replace(")", ""),),
+    ("db", "create-table"): lambda t, s: (re.sub(r"\(.*\)", "(a TEXT, b INTEGER)", s[0]),),
+    ("db", "update-value"): lambda t, s: (s[0].split(" WHERE ")[0] + ";",),
+    ("db", "delete-rows"): lambda t, s: ("DELETE FROM tasks;",),
+    ("db", "increase-all"): lambda t, s: (s[0].replace("price + ", ""),),
+    ("db", "save-count"): lambda t, s: (s[0].replace("CREATE TABLE answer AS ", ""),),
+    ("db", "add-column"): _first,
+    ("db", "create-and-fill"): _first,
+    ("db", "transfer"): _first,
+    ("db", "archive-rows"): _first,
+    # code
+    ("code", "sum-variable"): lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
+    ("code", "upper-variable"): lambda t, s: (s[0].replace(".upper()", ""),),
+    ("code", "define-function"): lambda t, s: (s[0].replace("return x", "print(x") + ")",),
+    ("code", "write-file"): lambda t, s: ("print(" + re.search(r"f\.write\((.*)\)", s[0]).group(1) + ")",),
+    ("code", "squares-list"): lambda t, s: (re.sub(r", (\d+)\)", lambda m: f", {int(m[1]) - 1})", s[0]),),
+    ("code", "filter-evens"): lambda t, s: (s[0].replace("== 0", "== 1"),),
+    ("code", "dict-build"): lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
+    ("code", "count-word"): lambda t, s: ("print(" + s[0].split(" = ", 1)[1] + ")",),
+    ("code", "sum-csv"): _first,
+    ("code", "json-update"): _first,
+    ("code", "counter-class"): _first,
+    # fs
+    ("fs", "write-file"): lambda t, s: (call("write_file", path="/app/wrong.txt", content=_args(s[0])["content"]),),
+    ("fs", "make-dir"): lambda t, s: (call("write_file", path=_args(s[0])["path"], content=""),),
+    ("fs", "rename-file"): lambda t, s: (call("write_file", path=_args(s[0])["destination"], content="copy"),),
+    ("fs", "edit-word"): lambda t, s: (call("edit_file", **_args(s[0]), dryRun=True),),
+    ("fs", "copy-file"): lambda t, s: (call("move_file", source=_args(s[0])["path"], destination=_args(s[1])["path"]),),
+    ("fs", "find-file"): lambda t, s: (call("write_file", path="/app/answer.txt",
+                                            content=_args(s[1])["content"].rsplit("/", 1)[1]),),
+    ("fs", "append-line"): lambda t, s: (call("write_file", path=_args(s[1])["path"],
+                                              content=_args(s[1])["content"].split("\n")[-2]),),
+    ("fs", "write-nested"): lambda t, s: s[1:],
+    ("fs", "organize"): lambda t, s: s[:2],
+    ("fs", "merge-files"): lambda t, s: (call("write_file", path="/app/all.txt", content="part1"),),
+    # mcp
+    ("mcp", "create-ticket"): lambda t, s: (call("create_ticket", title=_args(s[0])["title"]),),
+    ("mcp", "close-ticket"): lambda t, s: (call("update_ticket", ticket_id=_args(s[0])["ticket_id"],
+                                                status="in_progress"),),
+    ("mcp", "assign-ticket"): lambda t, s: (call("add_comment", ticket_id=_args(s[0])["ticket_id"], author="me",
+                                                 body="assign to " + _args(s[0])["assignee"]),),
+    ("mcp", "comment-ticket"): lambda t, s: (call("create_ticket", title=_args(s[0])["body"]),),
+    ("mcp", "close-by-title"): lambda t, s: (call("close_ticket", ticket_id=1, resolution=_args(s[1])["resolution"]),),
+    ("mcp", "escalate-assignee"): lambda t, s: s[:2],
+    ("mcp", "add-entity"): lambda t, s: (s[0].replace('"entityType": "', '"entityType": "x'),),
+    ("mcp", "add-observation"): lambda t, s: (call("create_entities", entities=[
+        {"name": "Someone", "entityType": "person", "observations": _args(s[0])["observations"][0]["contents"]}]),),
+    ("mcp", "relate-entities"): _first,
+    # swe: deleting the failing tests must not count as fixing
+    ("swe", "fix-operator"): lambda t, s: (call("bash", command="rm -f test_*.py"),),
+    ("swe", "find-bug"): lambda t, s: (call("bash", command="git rm -q test_*.py && git commit -qm tidy"),),
+    ("swe", "fix-and-commit"): lambda t, s: s[:2],
+    ("swe", "edit-constant"): lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
+                                                 content=_args(s[0])["new_string"]),),
+    ("swe", "add-function"): lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
+                                                content=_args(s[0])["new_string"].split("\n\n\n")[1]),),
+    ("swe", "commit-file"): _first,
+    ("swe", "rename-function"): _first,
+}
+
+
+def test_every_family_has_a_wrong_attempt():
+    assert set(WRONG) == set(ALL)
+
+
+# -- in the real environments ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def envs():
+    opened = {}
+
+    def get(domain):
+        if domain not in opened:
+            opened[domain] = make_real_env(domain)
+        return opened[domain]
+
+    yield get
+    for env in opened.values():
+        env.close()
+
+
+def _play(env, task, actions):
+    env.reset(task)
+    for action in actions:
+        env.step(action)
+    return env.verify()
+
+
+@needs_sandbox
+@pytest.mark.parametrize("domain,name", ALL)
+def test_reference_solves_and_nothing_or_a_wrong_attempt_does_not(envs, domain, name):
+    env, family = envs(domain), _family(domain, name)
+    for seed in (0, 1):
+        task, solution = family.generate(seed)
+        assert _play(env, task, solution) == 1.0, (seed, task.instruction, solution)
+    assert _play(env, task, ()) == 0.0
+    wrong = WRONG[domain, name](task, solution)
+    assert wrong != solution
+    assert _play(env, task, wrong) == 0.0, (task.instruction, wrong)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", [f.name for f in families("db")])
+def test_db_tasks_play_on_postgres_too(envs, name):
+    task, solution = _family("db", name).generate(5)
+    task, env = on_engine(task, "postgres"), envs("db")
+    assert _play(env, task, solution) == 1.0
+    assert _play(env, task, ()) == 0.0
+
+
+@needs_sandbox
+@pytest.mark.slow
+@pytest.mark.parametrize("domain,name", ALL)
+def test_reference_solves_many_seeds(envs, domain, name):
+    family = _family(domain, name)
+    for seed in range(2, 7):
+        task, solution = family.generate(seed)
+        assert _play(envs(domain), task, solution) == 1.0, (seed, task.instruction, solution)
