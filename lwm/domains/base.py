@@ -90,6 +90,9 @@ class Domain:
         suite: ``suite()`` returns the domain's suite module (``suite.py``: ``SCRIPTS``, its
             scripted episodes, and ``EXTENDED``, the names of those beyond the core suite).
         assets: what ``lwm setup`` installs for the real environment.
+        tasks: ``tasks()`` returns the domain's agent task families (``tasks.py``:
+            ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
+            the names of the families never trained on); ``None``: no task families.
     """
 
     name: str
@@ -107,6 +110,7 @@ class Domain:
     import_only: str | None = None
     suite: Callable[[], ModuleType] | None = None
     assets: tuple[Asset, ...] = field(default_factory=tuple)
+    tasks: Callable[[], ModuleType] | None = None
 
     def __post_init__(self) -> None:
         if (self.environment is None) == (self.import_only is None):

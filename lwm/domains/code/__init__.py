@@ -15,6 +15,12 @@ def _environment(**options):
     return CodeEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.code import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.code import suite
 
@@ -37,4 +43,5 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
 )

@@ -15,6 +15,12 @@ def _environment(**options):
     return DbEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.db import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.db import suite
 
@@ -42,5 +48,6 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
     assets=(Asset("PostgreSQL template cluster", _postgres_template),),
 )

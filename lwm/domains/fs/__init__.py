@@ -17,6 +17,12 @@ def _environment(**options):
     return FsEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.fs import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.fs import suite
 
@@ -38,5 +44,6 @@ DOMAIN = Domain(
     rubric=rubrics.GENERIC,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
     assets=(Asset("npm MCP servers", install_node_packages),),
 )

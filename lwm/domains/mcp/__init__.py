@@ -16,6 +16,12 @@ def _environment(**options):
     return McpEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.mcp import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.mcp import suite
 
@@ -36,6 +42,7 @@ DOMAIN = Domain(
     rubric=rubrics.MCP,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
     assets=(Asset("npm MCP servers", install_node_packages),
             Asset("Python packages for the sandbox", install_sandbox_python)),
 )

@@ -15,6 +15,12 @@ def _environment(**options):
     return SweEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.swe import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.swe import suite
 
@@ -35,4 +41,5 @@ DOMAIN = Domain(
     rubric=rubrics.SWE,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
 )

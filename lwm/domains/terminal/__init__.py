@@ -16,6 +16,12 @@ def _environment(**options):
     return TerminalEnv(**options)
 
 
+def _tasks():
+    from lwm.domains.terminal import tasks
+
+    return tasks
+
+
 def _suite():
     from lwm.domains.terminal import suite
 
@@ -38,4 +44,5 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     environment=_environment,
     suite=_suite,
+    tasks=_tasks,
 )

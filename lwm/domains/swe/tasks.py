@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 
-from lwm.domains.swe import format_action as call
+from lwm.domains.swe.env import GIT_INIT_SETUP
+from lwm.domains.swe.spec import format_action as call
+from lwm.domains.tasks import WORDS, TaskFamily
 from lwm.envs.base import Check, Task
-from lwm.envs.swe import GIT_INIT_SETUP
-from lwm.tasks import WORDS, TaskFamily
 
 DOMAIN = "swe"
 R = "/app/repo"

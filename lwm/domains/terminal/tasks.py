@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 import re
 
+from lwm.domains.tasks import NAMES, WORDS, TaskFamily
+from lwm.domains.terminal.spec import keys
 from lwm.envs.base import Check, Task
-from lwm.suites import keys
-from lwm.tasks import NAMES, WORDS, TaskFamily
 
 DOMAIN = "terminal"
 # The agent's pane, read through the sandbox's tmux socket (lwm.envs.tmux_controller.SOCKET).

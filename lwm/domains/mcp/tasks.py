@@ -14,9 +14,9 @@ import json
 import random
 import re
 
-from lwm.domains.mcp import call
+from lwm.domains.mcp.spec import call
+from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
-from lwm.tasks import NAMES, WORDS, TaskFamily
 
 DOMAIN = "mcp"
 _PRIORITIES = ("low", "high", "urgent")  # not "normal": the default must not pass by itself

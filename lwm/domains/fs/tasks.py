@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 
-from lwm.domains.mcp import call
+from lwm.domains.mcp.spec import call
+from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
-from lwm.tasks import NAMES, WORDS, TaskFamily
 
 DOMAIN = "fs"
 

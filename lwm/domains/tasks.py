@@ -4,8 +4,9 @@ A :class:`TaskFamily` draws one task from a seed: an instruction that states eve
 agent needs (exact names, exact values), the starting state (``files``, ``setup``,
 ``options``, applied by the domain's real environment) and a :class:`~lwm.envs.base.Check`
 run on the real final state; and a reference solution, the action texts in the domain's
-format that achieve it. Families live in one module per domain (``lwm.tasks.<domain>``:
-``FAMILIES`` and ``HELD_OUT``, the names of its held-out families).
+format that achieve it. Families live in each domain's folder (``lwm/domains/<name>/tasks.py``:
+``FAMILIES`` and ``HELD_OUT``, the names of its held-out families), reached through the
+domain's spec (:attr:`lwm.domains.Domain.tasks`).
 
 The split is by family, fixed and listed in each module: a held-out family is never
 trained on, so an evaluation on it measures transfer to unseen kinds of task, not to
@@ -13,14 +14,13 @@ unseen parameters of a familiar one. About a quarter of each domain's families a
 out, easy and harder ones alike (``docs/tasks.md`` has the table).
 
 Example:
-    >>> from lwm.tasks import families, task_set
+    >>> from lwm.domains.tasks import families, task_set
     >>> task, solution = families("terminal")[0].generate(7)
     >>> pairs = task_set("terminal", "train", n=20, seed=0)  # 20 distinct (task, solution)
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import random
 from collections.abc import Callable
@@ -29,8 +29,6 @@ from typing import Literal
 
 from lwm.envs.base import Task
 
-#: Domains with task families (one module each).
-TASK_DOMAINS = ("terminal", "db", "code", "fs", "mcp", "swe")
 SPLITS = ("train", "heldout", "all")
 #: Consecutive duplicate draws after which :func:`task_set` takes a family as exhausted.
 _MAX_DUPLICATE_DRAWS = 64
@@ -86,17 +84,27 @@ class TaskFamily:
                     files=task.files, setup=task.setup, check=task.check, options=task.options), tuple(solution)
 
 
+def task_domains() -> tuple[str, ...]:
+    """The domains that have task families."""
+    from lwm import domains
+
+    return tuple(n for n in domains.names() if domains.get(n).tasks is not None)
+
+
 def _module(domain: str):
-    if domain not in TASK_DOMAINS:
-        raise KeyError(f"no task families for domain {domain!r}; available: {', '.join(TASK_DOMAINS)}")
-    return importlib.import_module(f"lwm.tasks.{domain}")
+    from lwm import domains
+
+    spec = domains.get(domain)
+    if spec.tasks is None:
+        raise KeyError(f"no task families for domain {domain!r}; available: {', '.join(task_domains())}")
+    return spec.tasks()
 
 
 def families(domain: str, split: Literal["train", "heldout", "all"] = "all") -> list[TaskFamily]:
     """The task families of ``domain``, in their module's order, optionally of one split.
 
     Raises:
-        KeyError: no task families for this domain.
+        KeyError: an unknown domain, or one without task families (the message lists those with).
         ValueError: unknown split.
     """
     if split not in SPLITS:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import random
 
+from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
-from lwm.tasks import NAMES, WORDS, TaskFamily
 
 DOMAIN = "code"
 

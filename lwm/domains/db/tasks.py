@@ -15,8 +15,8 @@ import dataclasses
 import random
 import re
 
+from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
-from lwm.tasks import NAMES, WORDS, TaskFamily
 
 DOMAIN = "db"
 

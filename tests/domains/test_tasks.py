@@ -1,20 +1,20 @@
 """Seeded agent task families (lwm.tasks): contracts without a sandbox, then every family's
 reference solution, empty episode and a plausible wrong attempt played in the real environment."""
 
-import importlib
 import json
 import re
 
 import pytest
 from conftest import needs_sandbox
 
-from lwm.domains.mcp import call
-from lwm.envs import Check, Task, make_real_env
-from lwm.suites import keys
-from lwm.tasks import TASK_DOMAINS, TaskFamily, families, heldout_families, task_key, task_set
-from lwm.tasks.db import on_engine
+from lwm import domains
+from lwm.domains.db.tasks import on_engine
+from lwm.domains.mcp.spec import call
+from lwm.domains.tasks import TaskFamily, families, heldout_families, task_domains, task_key, task_set
+from lwm.domains.terminal import keys
+from lwm.envs import Check, Task
 
-ALL = [(d, f.name) for d in TASK_DOMAINS for f in families(d)]
+ALL = [(d, f.name) for d in task_domains() for f in families(d)]
 
 
 def _family(domain, name):
@@ -23,7 +23,7 @@ def _family(domain, name):
 
 # -- without a sandbox ----------------------------------------------------------------------
 def test_every_domain_has_families_with_unique_names_and_a_quarter_held_out():
-    for domain in TASK_DOMAINS:
+    for domain in task_domains():
         fams = families(domain)
         names = [f.name for f in fams]
         assert len(fams) >= 7 and len(set(names)) == len(names)
@@ -32,7 +32,7 @@ def test_every_domain_has_families_with_unique_names_and_a_quarter_held_out():
         train, held = families(domain, "train"), heldout_families(domain)
         assert {f.name for f in train} | {f.name for f in held} == set(names)
         assert not {f.name for f in train} & {f.name for f in held}
-        assert set(importlib.import_module(f"lwm.tasks.{domain}").HELD_OUT) == {f.name for f in held}  # no typo
+        assert set(domains.get(domain).tasks().HELD_OUT) == {f.name for f in held}  # no typo
         assert 0.2 <= len(held) / len(fams) <= 0.34, domain
         # held-out families cover a one-action task and a multi-step one
         assert {f.steps == 1 for f in held} == {True, False}, domain
@@ -63,7 +63,7 @@ def test_family_gives_many_distinct_tasks(domain, name):
 
 
 def test_task_set_is_distinct_deterministic_and_respects_the_split():
-    for domain in TASK_DOMAINS:
+    for domain in task_domains():
         held = {f.name for f in heldout_families(domain)}
         train = task_set(domain, "train", 60, seed=3)
         assert len({task_key(t) for t, _ in train}) == 60
@@ -76,22 +76,24 @@ def test_task_set_is_distinct_deterministic_and_respects_the_split():
 
 
 def test_task_set_refuses_more_tasks_than_the_families_hold(monkeypatch):
-    import lwm.tasks.code
+    import lwm.domains.code.tasks as code_tasks
 
     def tiny(rng):  # three distinct tasks in all
         value = rng.randint(1, 3)
         return Task("t", family="tiny", check=Check("print(x)", str(value))), (f"x = {value}",)
 
-    monkeypatch.setattr(lwm.tasks.code, "FAMILIES", [TaskFamily("tiny", "code", 1, "x = 1, 2 or 3", tiny)])
-    monkeypatch.setattr(lwm.tasks.code, "HELD_OUT", ())
+    monkeypatch.setattr(code_tasks, "FAMILIES", [TaskFamily("tiny", "code", 1, "x = 1, 2 or 3", tiny)])
+    monkeypatch.setattr(code_tasks, "HELD_OUT", ())
     assert sorted(t.check.expect for t, _ in task_set("code", "train", 3)) == ["1", "2", "3"]
     with pytest.raises(ValueError, match="gave only 3 distinct tasks; asked for 4"):
         task_set("code", "train", 4)
 
 
 def test_bad_input_is_refused_clearly():
-    with pytest.raises(KeyError, match="no task families for domain 'nope'.*terminal"):
+    with pytest.raises(KeyError, match="unknown domain 'nope'.*terminal"):
         families("nope")
+    with pytest.raises(KeyError, match="no task families for domain 'search'.*terminal"):
+        families("search")
     with pytest.raises(KeyError, match="no task families"):
         task_set("android", "train", 3)
     with pytest.raises(ValueError, match="unknown split 'test'"):
@@ -208,7 +210,7 @@ def envs():
 
     def get(domain):
         if domain not in opened:
-            opened[domain] = make_real_env(domain)
+            opened[domain] = domains.get(domain).make_env()
         return opened[domain]
 
     yield get
