@@ -8,7 +8,7 @@
 >>> domains.get("nope")
 Traceback (most recent call last):
 ...
-lwm.errors.UnknownDomainError: unknown domain 'nope' (known: terminal, fs, mcp, db, code, search, web, swe, os, android)
+lwm.errors.UnknownDomainError: unknown domain 'nope' (known: terminal, fs, mcp, db, code, search, web, swe, ...)
 
 Built-in domains live in ``lwm/domains/<name>/`` and are imported on first use (their
 ``__init__`` defines ``DOMAIN``); others are added with :func:`register`
@@ -24,7 +24,7 @@ import threading
 from lwm.domains.base import AgentTool, Asset, Domain
 from lwm.errors import AssetMissingError, UnknownDomainError
 
-__all__ = ["AgentTool", "Asset", "Domain", "BUILTIN", "find", "get", "names", "register", "setup"]
+__all__ = ["AgentTool", "Asset", "Domain", "BUILTIN", "find", "get", "names", "register", "setup", "unregister"]
 
 #: The built-in domains: real environments here, then import-only ones.
 BUILTIN = ("terminal", "fs", "mcp", "db", "code", "search", "web", "swe", "os", "android")
@@ -69,6 +69,13 @@ def register(domain: Domain, *, replace: bool = False) -> Domain:
             raise ValueError(f"a domain named {domain.name!r} exists; register(..., replace=True) to replace it")
         _registry[domain.name] = domain
     return domain
+
+
+def unregister(name: str) -> None:
+    """Remove a domain added with :func:`register` (built-in ones come back on the next
+    :func:`get`). Unknown names are ignored."""
+    with _lock:
+        _registry.pop(name, None)
 
 
 def names(*, runnable: bool | None = None) -> tuple[str, ...]:

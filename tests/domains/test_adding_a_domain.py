@@ -121,10 +121,12 @@ KV = Domain(
 def kv():
     domains.register(KV, replace=True)
     yield KV
+    domains.unregister("kv")
 
 
 def test_a_registered_domain_is_known_everywhere(kv):
     assert domains.get("kv") is kv and "kv" in domains.names() and "kv" in domains.names(runnable=True)
+    assert domains.find("kv") is kv and domains.find("nowhere") is None
     with pytest.raises(ValueError, match="exists"):
         domains.register(kv)  # no silent replacement
     with pytest.raises(ValueError, match="exactly one of environment and import_only"):
