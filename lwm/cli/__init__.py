@@ -200,6 +200,7 @@ def rollout(
     control: list[str] | None = option(RolloutConfig, "controls", "--control", default=None,
                                           help_suffix="Repeat the flag for several."),
     max_turns: int = option(RolloutConfig, "max_turns", min=1),
+    reward: str = option(RolloutConfig, "reward"),
     verified_only: bool = option(RolloutConfig, "verified_only"),
     concurrency: int = option(RolloutConfig, "concurrency", min=1),
     ray: bool = option(RolloutConfig, "ray", "--ray"),
@@ -214,7 +215,8 @@ def rollout(
                            policy=policy, policy_base_url=policy_base_url,
                            world_model=_default_model(model, base_url, api_key), base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
-                           max_turns=max_turns, verified_only=verified_only, concurrency=concurrency, ray=ray)
+                           max_turns=max_turns, reward=reward, verified_only=verified_only,
+                           concurrency=concurrency, ray=ray)
     res = call(run_rollout, config, show_progress=progress, resume=out)
     reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
     note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")

@@ -31,11 +31,14 @@ class AgentTool:
         description: what the agent reads: what the tool does and the action format, with
             an example.
         argument: the name of the tool's one string argument (the action text).
+        to_action: turns what the agent wrote into the domain's action (default: as is;
+            the terminal's takes a plain command line as well as keystroke JSON).
     """
 
     name: str
     description: str
     argument: str = "action"
+    to_action: Callable[[str], str] = field(default=str.strip)
 
     def schema(self) -> dict[str, Any]:
         """The tool as an OpenAI-style function definition (``{"type": "function", …}``):
@@ -81,6 +84,8 @@ class Domain:
         canonical: the deterministic comparator's normal form of an observation
             (``None``: compared as text).
         rubric: the judge's system prompt for scoring this domain's observations.
+        reward_rubric: what counts as success in this domain, for the reward model that
+            judges whether an episode achieved its task (:func:`lwm.sim.reward.judge_reward`).
         ends_episode: whether an action is the agent's "done" (e.g. the terminal's ``[]``).
         trivial_observation: ``(action, previous, system) -> observation``, the reference
             guess of ``lwm eval --model baseline:trivial`` (``None``: the empty guess).
@@ -104,6 +109,7 @@ class Domain:
     action_lang: str = "json"
     canonical: Callable[[str], str] | None = None
     rubric: str = ""
+    reward_rubric: str = ""
     ends_episode: Callable[[str], bool] = _never
     trivial_observation: Callable[[str, str, str], str] | None = None
     environment: Callable[..., RealEnvironment] | None = None

@@ -12,12 +12,15 @@ model's measured fidelity is the fidelity of the simulator built on it.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
-from typing import Any
+from collections.abc import MutableMapping
+from typing import Any, Literal
 
 from lwm import domains
 from lwm.envs.base import StepResult, Task
+from lwm.envs.cache import cache_key
 from lwm.errors import EnvironmentClosedError
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, parse_output
@@ -26,8 +29,27 @@ from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 from lwm.sim.loop import run_sync
 
+RewardSource = Literal["auto", "probe", "judge"]
+REWARD_SOURCES = ("auto", "probe", "judge")
+
 #: Decoding settings of a simulated step unless given: greedy, room for a screen or a page.
 DEFAULT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512, stop=DEFAULT_STOP)
+
+
+def with_initial_state(system_prompt: str, task: Task) -> str:
+    """The world-model system prompt of ``task``: ``system_prompt`` and, when the task seeds
+    files or runs setup steps the prompt does not already show, that initial state (the
+    world model must know what the agent will find; the agent does not see it)."""
+    setup = [step for step in task.setup if step not in system_prompt]
+    if not task.files and not setup:
+        return system_prompt
+    parts = [system_prompt, "", "The state of the environment when the episode starts (not shown to the agent):"]
+    for path, content in task.files.items():
+        shown = content if len(content) <= 2000 else content[:2000] + f"\n[… {len(content) - 2000} more characters]"
+        parts.append(f"File {path}:\n```\n{shown}\n```")
+    if setup:
+        parts.append("Prepared before the first action:\n```\n" + "\n".join(setup) + "\n```")
+    return "\n".join(parts)
 
 
 class SimEnv:
@@ -49,6 +71,18 @@ class SimEnv:
             episode so far); implies ``judge_rewards``.
         judge_sampling: the reward model's decoding settings
             (:data:`lwm.sim.reward.JUDGE_SAMPLING`).
+        reward: where the verdict comes from: ``probe`` (the world model predicts what the
+            task's verifier probe would show in the final state, and the verifier's own
+            comparison is applied: privileged verification through the world model's
+            dynamics), ``judge`` (the reward model reads the episode, with the domain's
+            reward rubric), or ``auto`` (probe when the task has a verifier, else judge).
+        memo: a mapping shared by environments (a GRPO group, a rollout) in which each
+            prediction is kept by its situation (system prompt, history, action, model,
+            sampling): the same situation gets the same observation and costs one model call.
+        real_start: start episodes from the real environment's initial observation and
+            system prompt for the task (read once per task by a real reset, cached in
+            ``$LWM_HOME/starts.sqlite``; no real step is taken), instead of asking the
+            world model to write them.
 
     Raises:
         UnknownDomainError: ``domain`` is not registered.
@@ -63,7 +97,10 @@ class SimEnv:
                  sampling: SamplingParams = DEFAULT_SAMPLING, max_prompt_tokens: int = 2048,
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
-                 judge_sampling: SamplingParams | None = None) -> None:
+                 judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
+                 memo: MutableMapping[str, dict] | None = None, real_start: bool = False) -> None:
+        if reward not in REWARD_SOURCES:
+            raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
         self.spec = domains.get(domain)
         self.domain = domain
         self.model = model
@@ -75,6 +112,9 @@ class SimEnv:
         self.judge_rewards = judge_rewards or judge_every_step
         self.judge_every_step = judge_every_step
         self.judge_sampling = judge_sampling
+        self.reward = reward
+        self.memo = memo
+        self.real_start = real_start
         self._system_prompt = system_prompt
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
@@ -108,8 +148,15 @@ class SimEnv:
         """
         task = task or Task("simulated")
         first = initial_observation if initial_observation is not None else task.options.get("initial_observation")
-        system_prompt = apply_controls(self._base_prompt(task), self.controls)
-        origin = "given"
+        base, origin = self._base_prompt(task), "given"
+        if first is None and self.real_start:
+            from lwm.sim.starts import real_start
+
+            start = await asyncio.to_thread(real_start, self.domain, task)
+            first, origin = start.initial_observation, "real"
+            if self._system_prompt is None and not task.options.get("system_prompt"):
+                base = start.system_prompt
+        system_prompt = apply_controls(with_initial_state(base, task), self.controls)
         if first is None:
             first, origin = await self._generate_initial(system_prompt, task), "generated"
         self.task = task
@@ -151,49 +198,81 @@ class SimEnv:
         """
         traj = self._require()
         t0 = time.monotonic()
-        index = len(traj.turns) + 1
         prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
                           controls=[c.label() for c in self.controls] or None)
-        pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=index, action=action, observation="",
-                                                                      provenance=prov)]})
+        predicted = await self._predict(action)
+        for issue in predicted["parse_issues"]:
+            self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
+        index = len(traj.turns) + 1
+        traj.turns.append(Turn(index=index, action=action, observation=predicted["observation"], provenance=prov))
+        ended = self.spec.ends_episode(action)
+        truncated = not ended and index >= self.max_turns
+        info: dict[str, Any] = {**{k: v for k, v in predicted.items() if k != "observation"},
+                                "seconds": round(time.monotonic() - t0, 3),
+                                "provenance": prov.model_dump(exclude_none=True)}
+        reward = None
+        if self.judge_every_step or (ended or truncated) and self.judge_rewards:
+            reward = await self.averify()
+        return StepResult(predicted["observation"], reward=reward, terminated=ended, truncated=truncated, info=info)
+
+    async def _predict(self, action: str) -> dict[str, Any]:
+        """The world model's answer to ``action`` after the episode so far (not recorded):
+        ``observation``, ``reasoning``, ``parse_issues``, ``dropped_turns``, token counts,
+        ``memo_hit``."""
+        traj = self._require()
+        placeholder = Provenance(kind="simulated", source=self.model.name)
+        pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=len(traj.turns) + 1, action=action,
+                                                                      observation="", provenance=placeholder)]})
+        key = None
+        if self.memo is not None:
+            key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
+                            [(t.action, t.observation) for t in traj.turns], action, self.model.name,
+                            self.sampling.to_dict())
+            if (hit := self.memo.get(key)) is not None:
+                return {**hit, "memo_hit": True}
         row = rows_from_trajectory(pending, action_lang=self.spec.action_lang)[-1]
         messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
         parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        for issue in parsed.issues:
-            self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
-        traj.turns.append(Turn(index=index, action=action, observation=parsed.observation, provenance=prov))
-        ended = self.spec.ends_episode(action)
-        truncated = not ended and index >= self.max_turns
-        info: dict[str, Any] = {
-            "reasoning": parsed.reasoning, "parse_issues": parsed.issues, "dropped_turns": dropped,
-            "seconds": round(time.monotonic() - t0, 3), "prompt_tokens": gen.prompt_tokens,
-            "completion_tokens": gen.completion_tokens, "provenance": prov.model_dump(exclude_none=True),
-        }
-        reward = None
-        if self.judge_every_step or (ended or truncated) and self.judge_rewards:
-            reward = await self.averify()
-        return StepResult(parsed.observation, reward=reward, terminated=ended, truncated=truncated, info=info)
+        out = {"observation": parsed.observation, "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
+               "dropped_turns": dropped, "prompt_tokens": gen.prompt_tokens,
+               "completion_tokens": gen.completion_tokens, "memo_hit": False}
+        if key is not None:
+            self.memo[key] = out
+        return out
 
     def verify(self) -> float | None:
         """The reward model's verdict on the episode so far (blocking; see :meth:`averify`)."""
         return run_sync(self.averify())
 
     async def averify(self) -> float | None:
-        """Ask the reward model whether the task was achieved: a reward in [0, 1], also
-        stored on the trajectory with its rationale in ``metadata["reward_rationale"]``;
-        ``None`` when the task has no instruction or the judge's answer was unreadable."""
-        from lwm.sim.reward import judge_reward
-
+        """The verdict on the episode so far: a reward in [0, 1], also stored on the
+        trajectory (``metadata["reward_source"]``: ``probe`` or ``judge``; with the probe's
+        predicted observation in ``metadata["probe_observation"]``, or the judge's
+        ``reward_rationale``); ``None`` when there is nothing to judge (no verifier for
+        ``probe``, no instruction for the judge) or the judge's answer was unreadable
+        (``metadata["reward_error"]``). The probe is asked on a copy of the history: it is
+        never part of the episode."""
         traj = self._require()
+        check = self.task.check if self.task is not None else None
+        if self.reward == "probe" or (self.reward == "auto" and check is not None):
+            if check is None:
+                traj.metadata["reward_error"] = "the task has no verifier to probe"
+                return None
+            predicted = await self._predict(check.probe)
+            traj.reward = 1.0 if check.passes(predicted["observation"]) else 0.0
+            traj.metadata.update({"reward_source": "probe", "probe_observation": predicted["observation"]})
+            return traj.reward
         if not traj.task:
             return None
-        from lwm.sim.reward import JUDGE_SAMPLING
+        from lwm.sim.reward import JUDGE_SAMPLING, judge_reward
 
-        verdict = await judge_reward(self.reward_model, traj, sampling=self.judge_sampling or JUDGE_SAMPLING)
+        verdict = await judge_reward(self.reward_model, traj, rubric=self.spec.reward_rubric,
+                                     sampling=self.judge_sampling or JUDGE_SAMPLING)
         traj.reward = verdict.reward
-        traj.metadata["reward_rationale"] = verdict.rationale
+        traj.metadata.update({"reward_source": "judge", "reward_rationale": verdict.rationale,
+                              "reward_raw": verdict.raw})
         if verdict.error:
             traj.metadata["reward_error"] = verdict.error
         return verdict.reward

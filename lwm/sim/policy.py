@@ -1,63 +1,126 @@
-"""An LLM agent behind any chat backend, as a policy (:class:`~lwm.envs.episode.Policy`:
-it sees the task and the episode so far and returns the next action text in the domain's
-format, or ``None`` to stop). Scripted policies are :class:`lwm.envs.episode.ScriptedPolicy`.
+"""An LLM agent as a policy (:class:`~lwm.envs.episode.Policy`): it sees the task and the
+episode so far and answers with its next action. Scripted policies are
+:class:`lwm.envs.episode.ScriptedPolicy`.
+
+The agent's prompt and the reading of its answer are written once, here, and shared by
+evaluation (:class:`ChatPolicy` on any chat backend) and RL training (the GRPO rollouts of
+:mod:`lwm.train.rl`, which generate with the model being trained), so that a policy is
+trained on exactly the conversation it is evaluated with:
+
+* system: the domain's agent tool (:attr:`lwm.domains.Domain.tool`: what an action is,
+  with an example) and the rule "answer with one action and nothing else";
+* user: ``Task: <instruction>`` and the initial observation; then, per turn, the agent's
+  own words (assistant) and the observation that followed (user).
+
+The answer is read by :func:`read_action`: reasoning removed, a single fenced block
+unwrapped, ``DONE`` (or nothing) ends the episode, and the text goes through the tool's
+``to_action`` (the terminal's tool takes a plain command line). Whether the result is a
+valid action of the domain is :func:`valid_action`.
 """
 
 from __future__ import annotations
 
 import re
 
+from lwm import domains
+from lwm.domains import Domain
 from lwm.envs.base import Task
+from lwm.errors import ActionFormatError
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import split_reasoning
-from lwm.schema import Trajectory
+from lwm.schema import Message, Trajectory
 from lwm.sim.loop import run_sync
 
-_FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n```\s*\Z", re.DOTALL)
+_FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+
+AGENT_SYSTEM = """\
+You are an agent that completes tasks in a {domain} environment, one action per turn.
+{tool}
+Answer with exactly one action and nothing else: no explanation. When the task is done, answer DONE."""
+
+#: Decoding settings of an agent unless given: greedy (evaluation); RL samples instead.
+AGENT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=128)
 
 
-AGENT_PROMPT = """\
-You are an agent acting in an environment. Reach the task's goal with as few actions as \
-you can. Each turn you see the environment's latest observation; answer with exactly one \
-action in the environment's action format and nothing else (no explanation). When the \
-task is done, answer with the environment's "done" action if it has one, else DONE.
+def agent_messages(domain: Domain, task: Task, initial_observation: str, said: list[str],
+                   observations: list[str], max_history_turns: int = 8) -> list[Message]:
+    """The agent's chat messages for its next action.
 
-The environment, as its own documentation describes it (for the action format; you do \
-not predict observations):
-{environment}"""
+    Args:
+        domain: the domain (its agent tool describes the actions).
+        task: the task (its instruction is shown).
+        initial_observation: what the environment showed before the first action.
+        said: the agent's own earlier answers, as it wrote them (one per turn).
+        observations: the observation after each of them (same length as ``said``).
+        max_history_turns: earlier turns shown at most (the newest ones).
+    """
+    first = f"Task: {task.instruction or '(explore the environment)'}\n\nObservation:\n{initial_observation}"
+    out: list[Message] = [{"role": "system", "content": AGENT_SYSTEM.format(domain=domain.name,
+                                                                          tool=domain.tool.description)},
+                          {"role": "user", "content": first}]
+    start = max(0, len(said) - max_history_turns)
+    for answer, observation in zip(said[start:], observations[start:]):
+        out += [{"role": "assistant", "content": answer}, {"role": "user", "content": f"Observation:\n{observation}"}]
+    return out
+
+
+def read_action(domain: Domain, text: str) -> str | None:
+    """The action in an agent's answer (see the module docstring); ``None`` when the agent
+    is done (``DONE``, or nothing but reasoning)."""
+    answer, _, _ = split_reasoning(text or "")
+    answer = answer.strip()
+    if (m := _FENCE.match(answer)) is not None:
+        answer = m.group(1).strip()
+    if not answer or answer.upper().rstrip(".") == "DONE":
+        return None
+    return domain.tool.to_action(answer)
+
+
+def valid_action(domain: Domain, action: str) -> bool:
+    """Whether ``action`` follows the domain's action format."""
+    try:
+        domain.parse_action(action)
+    except (ActionFormatError, TypeError, ValueError):
+        return False
+    return True
 
 
 class ChatPolicy:
-    """An LLM agent: any :class:`~lwm.models.base.ChatModel` (an OpenAI-compatible
-    endpoint, the embedded model).
+    """An LLM agent on any :class:`~lwm.models.base.ChatModel` (an OpenAI-compatible
+    endpoint, the embedded model with or without an adapter, a transformers checkpoint).
+    One instance plays one episode at a time (it remembers its own words).
 
     Args:
         model: the agent's model.
-        sampling: its decoding settings.
-        max_history_turns: earlier turns shown to it at most (the newest ones).
+        domain: the domain's name.
+        sampling: decoding settings (:data:`AGENT_SAMPLING`).
+        max_history_turns: earlier turns shown at most.
     """
 
-    def __init__(self, model: ChatModel, sampling: SamplingParams | None = None, max_history_turns: int = 8) -> None:
+    def __init__(self, model: ChatModel, domain: str, sampling: SamplingParams = AGENT_SAMPLING,
+                 max_history_turns: int = 8) -> None:
         self.model = model
+        self.domain = domains.get(domain)
         self.name = f"chat:{model.name}"
-        self.sampling = sampling or SamplingParams(temperature=0.7, max_tokens=256)
+        self.sampling = sampling
         self.max_history_turns = max_history_turns
+        self.said: list[str] = []
 
-    def messages(self, task: Task, trajectory: Trajectory) -> list[dict]:
+    def messages(self, task: Task, trajectory: Trajectory) -> list[Message]:
         """The agent's chat messages for its next action."""
-        out = [{"role": "system", "content": AGENT_PROMPT.format(environment=trajectory.system_prompt)},
-               {"role": "user", "content": f"Task: {task.instruction or '(explore the environment)'}\n\n"
-                                           f"Observation:\n{trajectory.initial_observation}"}]
-        turns = trajectory.turns[-self.max_history_turns:]
-        for t in turns:
-            out += [{"role": "assistant", "content": t.action},
-                    {"role": "user", "content": f"Observation:\n{t.observation}"}]
-        return out
+        if not trajectory.turns:
+            self.said = []
+        said = self.said[: len(trajectory.turns)]
+        said += [t.action for t in trajectory.turns[len(said):]]  # turns it did not write (a resumed episode)
+        return agent_messages(self.domain, task, trajectory.initial_observation, said,
+                              [t.observation for t in trajectory.turns], self.max_history_turns)
 
     def act(self, task: Task, trajectory: Trajectory) -> str | None:
+        """The next action, or ``None`` when the agent says it is done.
+
+        Raises:
+            whatever the model raises.
+        """
         gen = run_sync(self.model.generate(self.messages(task, trajectory), self.sampling))
-        answer, _, _ = split_reasoning(gen.text)
-        answer = answer.strip()
-        if (m := _FENCE.match(answer)) is not None:
-            answer = m.group(1).strip()
-        return None if answer.upper() == "DONE" or not answer else answer
+        self.said = self.said[: len(trajectory.turns)] + [gen.text.strip()]
+        return read_action(self.domain, gen.text)

@@ -51,6 +51,9 @@ class RolloutConfig:
         route: ``hybrid`` routing rule.
         controls: simulation control labels (e.g. ``empty``, ``error:disk full``).
         max_turns: turns per episode at most.
+        reward: ``sim``: where the verdict comes from: ``probe`` (the world model predicts the
+            task's verifier probe), ``judge`` (the reward model reads the episode) or ``auto``
+            (probe for tasks with a verifier, else judge).
         verified_only: only tasks with a real verifier (to measure reward agreement).
         concurrency: episodes played at once.
         ray: run episodes as Ray tasks.
@@ -70,6 +73,7 @@ class RolloutConfig:
     route: str = "real-first"
     controls: tuple[str, ...] = ()
     max_turns: int = 20
+    reward: str = "auto"
     verified_only: bool = False
     concurrency: int = 4
     ray: bool = False
@@ -105,7 +109,7 @@ def make_policy(name: str, domain: str, base_url: str | None = None, api_key: st
     """
     if name == "scripted":
         return ScriptedPolicy(domains.get(domain).scripts(extended=True))
-    return ChatPolicy(ModelSpec(name, base_url=base_url, api_key=api_key).load())
+    return ChatPolicy(ModelSpec(name, base_url=base_url, api_key=api_key).load(), domain)
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,
-                      max_turns=config.max_turns)
+                      max_turns=config.max_turns, options={"reward": config.reward} if config.backend == "sim" else {})
 
 
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:

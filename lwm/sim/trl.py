@@ -99,7 +99,7 @@ class WorldToolEnv:
     def _act(self, action: str) -> str:
         if self.done:
             raise ValueError("The episode has ended: no more actions.")
-        t = self.episode.step(action)
+        t = self.episode.step(domains.get(self.episode.domain).tool.to_action(action))
         if t.done:
             self.done = True
             self.reward = t.reward

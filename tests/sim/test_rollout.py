@@ -8,6 +8,7 @@ from servers import vllm_style_server
 from typer.testing import CliRunner
 
 from lwm.cli import app
+from lwm.domains.terminal import keys
 from lwm.errors import RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
@@ -44,13 +45,21 @@ def test_simulated_rollout_then_wm2real(tmp_path):
     assert all(len(t.turns) == 2 and t.turns[0].observation == "hi" for t in trajs)
     assert trajs[0].turns[0].provenance.kind == "simulated" and trajs[0].turns[0].provenance.controls == ["empty"]
     assert "Results are empty" in log[0]["messages"][0]["content"]
+    # The task has a verifier: the world model predicts its probe ("hi", not "3"): not achieved.
+    assert trajs[0].reward == 0.0 and trajs[0].metadata["reward_source"] == "probe"
+    assert trajs[0].metadata["probe_observation"] == "hi"
+    with vllm_style_server() as (base_url, log):
+        judged = rollout(RolloutConfig(out=tmp_path / "j", backend="sim", episodes=1, world_model="served",
+                                       base_url=base_url, max_turns=1, reward="judge"), show_progress=False)
     # The stand-in server never answers with a verdict: the reward is unknown, and said so.
-    assert trajs[0].reward is None and "no JSON verdict" in trajs[0].metadata["reward_error"]
+    first = next(read_trajectories(judged.path))
+    assert first.reward is None and "no JSON verdict" in first.metadata["reward_error"]
 
     report = wm2real(res.path, tmp_path / "w", show_progress=False)
     s = report.summary
     assert (s["trajectories"], s["steps"], s["exact"]) == (2, 4, 0.0)  # "hi" is not what bash prints
-    assert set(s["by_depth"]) == {1, 2} and s["with_both_rewards"] == 0 and s["failed"] == {}
+    assert set(s["by_depth"]) == {1, 2} and s["with_both_rewards"] == 2 and s["failed"] == {}
+    assert s["false_success_rate"] == 0.0  # the probe said "not achieved" both times
     assert "Divergence by depth" in (tmp_path / "w" / "report.md").read_text()
     again = wm2real(res.path, tmp_path / "w", show_progress=False)  # resumes: nothing replayed twice
     assert again.summary["steps"] == 4
@@ -96,9 +105,12 @@ def test_llm_policy_against_the_simulator(tmp_path):
         res = rollout(config, show_progress=False)
     assert res.failed == {} and res.episodes == 1
     traj = next(read_trajectories(res.path))
-    # The stand-in answers every request the same way: the agent's action is its answer text.
-    assert [t.action for t in traj.turns] == ["<predicted_observation>hi</predicted_observation>"] * 2
+    # The stand-in answers every request the same way: the agent's answer, typed as a command line.
+    typed = keys(("<predicted_observation>hi</predicted_observation>\n", 1.0))
+    assert [t.action for t in traj.turns] == [typed] * 2
     assert traj.metadata["policy"] == "chat:agent"
     agent_calls = [b for b in log if b["model"] == "agent"]
     assert len(agent_calls) == 2 and "You are an agent" in agent_calls[0]["messages"][0]["content"]
     assert agent_calls[1]["messages"][-1]["content"].startswith("Observation:\nhi")
+    assert agent_calls[1]["messages"][-2] == {"role": "assistant",
+                                              "content": "<predicted_observation>hi</predicted_observation>"}

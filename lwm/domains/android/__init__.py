@@ -20,6 +20,8 @@ DOMAIN = Domain(
         '{"action_type": "status", "goal_status": "complete"} (which ends the episode).')),
     canonical=spec.canonical,
     rubric=rubrics.ANDROID,
+    reward_rubric=('Success on a phone: the asked state shows in the last UI elements, or the agent answered '
+                   'correctly.'),
     ends_episode=spec.ends_episode,
     import_only="an Android emulator cannot run here",
 )

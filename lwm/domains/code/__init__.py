@@ -40,6 +40,9 @@ DOMAIN = Domain(
         "Example: print(sum(range(10)))")),
     canonical=spec.canonical,
     rubric=rubrics.GENERIC,
+    reward_rubric=('Success in a Python interpreter: the variables, functions or files the task asks for hold '
+                   "exactly the asked values at the end; a traceback after a cell means the cell's work stopped "
+                   'there.'),
     trivial_observation=spec.trivial_observation,
     environment=_environment,
     suite=_suite,

@@ -45,6 +45,9 @@ DOMAIN = Domain(
         "client and return what it prints. Example: SELECT name FROM customers WHERE city = 'London';")),
     canonical=spec.canonical,
     rubric=rubrics.GENERIC,
+    reward_rubric=('Success in a database: the tables and rows the task asks for are in the committed state, as '
+                   "a query's output shows them; a statement answered by an error, or a transaction left open or "
+                   'rolled back, changed nothing.'),
     trivial_observation=spec.trivial_observation,
     environment=_environment,
     suite=_suite,

@@ -42,6 +42,9 @@ DOMAIN = Domain(
         'Example: {"name": "write_file", "arguments": {"path": "/app/a.txt", "content": "hi"}}')),
     canonical=canonical,
     rubric=rubrics.GENERIC,
+    reward_rubric=('Success in a filesystem: the files and directories the task asks for exist under /app with '
+                   'exactly the asked content, as the tool results show; a result marked [tool error] changed '
+                   'nothing.'),
     environment=_environment,
     suite=_suite,
     tasks=_tasks,

@@ -40,6 +40,8 @@ DOMAIN = Domain(
         'Example: {"name": "list_tickets", "arguments": {"status": "open"}}')),
     canonical=spec.canonical,
     rubric=rubrics.MCP,
+    reward_rubric=('Success with tool servers: the records the task asks for exist with the asked values, as the '
+                   "tools' results show; a result marked as an error changed nothing."),
     environment=_environment,
     suite=_suite,
     tasks=_tasks,

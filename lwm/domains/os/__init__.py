@@ -19,6 +19,7 @@ DOMAIN = Domain(
         "pyautogui.click(960, 540) or pyautogui.typewrite('hi'), or one of WAIT, DONE, FAIL.")),
     canonical=spec.canonical,
     rubric=rubrics.OS,
+    reward_rubric=('Success on a desktop: the asked state shows in the last accessibility tree.'),
     ends_episode=spec.ends_episode,
     import_only="a desktop virtual machine cannot run here",
 )

@@ -39,6 +39,8 @@ DOMAIN = Domain(
         '{"name": "web_extractor", "arguments": {"url": "https://docs.python.org/3.11/...", "goal": "what to find"}}')),
     canonical=spec.canonical,
     rubric=rubrics.SEARCH,
+    reward_rubric=('Success in search: the answer the task asks for was found in a page the agent read '
+                   '(web_extractor), not guessed.'),
     environment=_environment,
     suite=_suite,
     assets=(Asset("search index of the Python documentation", _index),),

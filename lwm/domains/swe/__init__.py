@@ -39,6 +39,8 @@ DOMAIN = Domain(
         'new_string}, write {file_path, content}, bash {command}, grep {pattern}, glob {pattern}. '
         'Example: {"name": "bash", "arguments": {"command": "python3 -m unittest -q"}}')),
     rubric=rubrics.SWE,
+    reward_rubric=('Success in a repository: the asked change is in the files and the tests pass when run (the '
+                   "bash tool's output says so); an edit answered by a tool error did not happen."),
     environment=_environment,
     suite=_suite,
     tasks=_tasks,

@@ -35,11 +35,14 @@ DOMAIN = Domain(
     parse_action=spec.parse_action,
     action_format=spec.ACTION_FORMAT,
     tool=AgentTool("run_keystrokes", (
-        "Type keystrokes into a bash shell (tmux, 80x24, working directory /app) and return the screen. "
-        'The action is a JSON list of {"keystrokes": text, "duration": seconds}; "\\n" presses Enter and '
-        'tmux key names such as "C-c" are key presses. Example: [{"keystrokes": "ls -la\\n", "duration": 0.5}]. '
-        "The empty list [] means you are done.")),
+        "Type into a bash shell (tmux, 80x24, working directory /app) and see the screen. The action is a "
+        "command line, typed and run (example: ls -la), or a JSON list of keystrokes "
+        '[{"keystrokes": text, "duration": seconds}] where "\\n" presses Enter and tmux key names such as "C-c" '
+        "are key presses."), to_action=spec.agent_action),
     rubric=rubrics.TERMINAL,
+    reward_rubric=('Success in a terminal: the files, directories and outputs the task asks for exist with '
+                   'exactly the asked content, as the last screens show them (a command echoed at the prompt is '
+                   'not its result; an error message after it means it failed).'),
     ends_episode=spec.ends_episode,
     trivial_observation=spec.trivial_observation,
     environment=_environment,

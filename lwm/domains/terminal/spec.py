@@ -131,6 +131,25 @@ def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
                           for text, dur in (item if isinstance(item, tuple) else (item, duration) for item in items)])
 
 
+def agent_action(text: str) -> str:
+    """The terminal action for an agent's answer: the keystroke JSON when it is one, else the
+    text typed as a command line with Enter, the screen read one second later.
+
+    >>> agent_action("ls -la")
+    '[{"keystrokes": "ls -la\\\\n", "duration": 1.0}]'
+    >>> agent_action('[{"keystrokes": "C-c", "duration": 0.2}]')
+    '[{"keystrokes": "C-c", "duration": 0.2}]'
+    """
+    stripped = text.strip()
+    if stripped.startswith(("[", "{")):
+        try:
+            parse_action(stripped)
+            return stripped
+        except ActionFormatError:
+            pass
+    return keys(stripped + "\n", duration=1.0)
+
+
 def format_action(keys: list[Keystroke] | list[dict]) -> str:
     """The canonical JSON text of an action (what trajectories and rows store)."""
     items = [k if isinstance(k, dict) else {"keystrokes": k.keystrokes, "duration": k.duration} for k in keys]

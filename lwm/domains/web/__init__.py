@@ -35,6 +35,8 @@ DOMAIN = Domain(
         "the tree.")),
     canonical=spec.canonical,
     rubric=rubrics.WEB,
+    reward_rubric=('Success in a browser: the page state the task asks for (a form sent, an item in the cart, an '
+                   'answer given with send_msg_to_user) shows in the last accessibility trees.'),
     ends_episode=spec.ends_episode,
     environment=_environment,
     suite=_suite,
