@@ -8,6 +8,7 @@ word, a line span any lines.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -136,3 +137,25 @@ def line_f1(predicted: str, real: str) -> float:
         return 0.0
     precision, recall = overlap / sum(p.values()), overlap / sum(r.values())
     return 2 * precision * recall / (precision + recall)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (E. B. Wilson, "Probable inference, the
+    law of succession, and statistical inference", JASA 22, 1927): ``(low, high)`` in
+    [0, 1], 95 % by default (``z`` is the normal quantile). Better than the normal
+    approximation for small ``n`` and rates near 0 or 1.
+
+    >>> [round(x, 3) for x in wilson_interval(0, 20)]
+    [0.0, 0.161]
+    >>> [round(x, 3) for x in wilson_interval(10, 20)]
+    [0.299, 0.701]
+
+    Raises:
+        ValueError: ``n`` < 1 or ``successes`` outside [0, n].
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes} of {n}")
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from lwm.cli.common import call, fail, note, option
 from lwm.data.collect import CollectConfig
+from lwm.eval.agent import AgentEvalConfig
 from lwm.eval.runner import EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
@@ -264,6 +265,57 @@ def report(
     from lwm.eval.html_report import write_html_report
 
     note(f"wrote {call(write_html_report, runs, out, title=title)}")
+
+
+agent_app = typer.Typer(help="Agents (policies) on the domains' task families: evaluate them in the real "
+                        "environment or in the simulator.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(agent_app, name="agent")
+
+
+@agent_app.command("eval")
+def agent_eval(
+    domain: list[str] = option(AgentEvalConfig, "domains", "--domain", default=["terminal"],
+                               help_suffix="Repeat the flag for several. Default: terminal."),
+    split: str = option(AgentEvalConfig, "split"),
+    tasks: int = option(AgentEvalConfig, "tasks", min=1),
+    seed: int = option(AgentEvalConfig, "seed"),
+    policy: str = option(AgentEvalConfig, "policy"),
+    policy_base_url: str | None = option(AgentEvalConfig, "policy_base_url"),
+    policy_adapter: Path | None = option(AgentEvalConfig, "policy_adapter", default=None),
+    temperature: float = option(AgentEvalConfig, "temperature", min=0.0),
+    max_turns: int = option(AgentEvalConfig, "max_turns", min=1),
+    backend: str = option(AgentEvalConfig, "backend"),
+    model: str | None = option(AgentEvalConfig, "world_model", "--model", default=None, help_suffix=(
+        "Default: the first model --base-url serves, else embedded-warmup.")),
+    base_url: str | None = option(AgentEvalConfig, "base_url"),
+    api_key: str = option(AgentEvalConfig, "api_key", envvar="LWM_API_KEY"),
+    reward: str = option(AgentEvalConfig, "reward"),
+    replay: bool = option(AgentEvalConfig, "replay"),
+    concurrency: int = option(AgentEvalConfig, "concurrency", min=1),
+    out: Path | None = option(AgentEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/agent."),
+    progress: bool = PROGRESS,
+) -> None:
+    """Play held-out tasks with a policy; success rate with a 95% interval, in the real environment
+    or in the simulator (then replayed in the real one)."""
+    from lwm.eval.agent import agent_eval as run_agent_eval
+    from lwm.eval.agent import to_markdown
+
+    out = out or run_dir("agent")
+    world = _default_model(model, base_url, api_key) if backend == "sim" else AgentEvalConfig.world_model
+    config = AgentEvalConfig(out=out, domains=tuple(domain), split=split, tasks=tasks, seed=seed, policy=policy,
+                             policy_base_url=policy_base_url,
+                             policy_adapter=str(policy_adapter) if policy_adapter else None,
+                             temperature=temperature, max_turns=max_turns, backend=backend, world_model=world,
+                             base_url=base_url, api_key=api_key, reward=reward, replay=replay,
+                             concurrency=concurrency)
+    res = call(run_agent_eval, config, show_progress=progress, resume=out)
+    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    if res.failed:
+        note(f"{len(res.failed)} episodes failed, e.g. {next(iter(res.failed.values()))} (see {out}/summary.json)",
+             "yellow")
+        if not res.summary["episodes"]:
+            raise typer.Exit(1)
+    _html_report(out)
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

@@ -33,12 +33,16 @@ class AgentTool:
         argument: the name of the tool's one string argument (the action text).
         to_action: turns what the agent wrote into the domain's action (default: as is;
             the terminal's takes a plain command line as well as keystroke JSON).
+        well_formed: whether what the agent wrote looks like one action of this tool (a
+            command on one line, SQL ending a statement, Python that compiles): the format
+            reward of RL. Default: non-empty.
     """
 
     name: str
     description: str
     argument: str = "action"
     to_action: Callable[[str], str] = field(default=str.strip)
+    well_formed: Callable[[str], bool] = field(default=bool)
 
     def schema(self) -> dict[str, Any]:
         """The tool as an OpenAI-style function definition (``{"type": "function", …}``):

@@ -325,6 +325,30 @@ def _load_rollout(path: Path) -> Run:
                episodes=[_episode(t) for t in trajs])
 
 
+@run_kind("agent eval", "episodes.jsonl", "agent_eval.json")
+def _load_agent_eval(path: Path) -> Run:
+    summary = read_json(path / "summary.json")
+    episodes = list(read_trajectories(path / "episodes.jsonl"))
+
+    def row(g: dict[str, Any]) -> dict[str, Any]:
+        out = {"success": g["success"]["rate"], "n": g["success"]["n"],
+               "ci95": " – ".join(f"{x:.3f}" for x in g["success"]["ci95"]) if g["success"]["ci95"] else None,
+               "valid_action_rate": g["valid_action_rate"], "mean_turns": g["mean_turns"],
+               "real_steps": g["real_steps"]}
+        if "real_success_of_simulated_actions" in g:
+            out.update(real_success_of_simulated_actions=g["real_success_of_simulated_actions"]["rate"],
+                       sim_to_real_ratio=g["sim_to_real_ratio"], false_successes=g["false_successes"])
+        return out
+
+    failed = summary.get("failed") or {}
+    return Run(settings={**summary.get("settings", {}), "backend": summary["backend"]},
+               headline={**row(summary["overall"]), "failed": len(failed)},
+               groups={"domain": {d: row(g) for d, g in summary["domains"].items()}},
+               chart_metrics=("success", "valid_action_rate"),
+               tables=[("Failed episodes", ["episode", "error"], sorted(failed.items()))] if failed else [],
+               episodes=[_episode(t) for t in episodes])
+
+
 @run_kind("wm2real", "wm2real.jsonl")
 def _load_wm2real(path: Path) -> Run:
     records = [obj for _, obj in iter_jsonl(path / "wm2real.jsonl")]

@@ -12,26 +12,34 @@ trained on exactly the conversation it is evaluated with:
 * user: ``Task: <instruction>`` and the initial observation; then, per turn, the agent's
   own words (assistant) and the observation that followed (user).
 
-The answer is read by :func:`read_action`: reasoning removed, a single fenced block
-unwrapped, ``DONE`` (or nothing) ends the episode, and the text goes through the tool's
-``to_action`` (the terminal's tool takes a plain command line). Whether the result is a
-valid action of the domain is :func:`valid_action`.
+The answer is read by :func:`read_action`: reasoning removed; when the answer holds a
+fenced code block, the first block is the action (small models wrap it in prose); ``DONE``
+(or nothing) ends the episode; the text goes through the tool's ``to_action`` (the
+terminal's tool takes a plain command line). Whether the result is a valid action of the
+domain is :func:`valid_action`; whether the answer was nothing but a well-formed action
+(the format reward of RL) is :func:`well_formed_answer`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from lwm import domains
 from lwm.domains import Domain
 from lwm.envs.base import Task
+from lwm.envs.episode import Policy, Script, ScriptedPolicy
 from lwm.errors import ActionFormatError
+from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import split_reasoning
 from lwm.schema import Message, Trajectory
 from lwm.sim.loop import run_sync
 
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+_FIRST_BLOCK = re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL)
 
 AGENT_SYSTEM = """\
 You are an agent that completes tasks in a {domain} environment, one action per turn.
@@ -64,16 +72,36 @@ def agent_messages(domain: Domain, task: Task, initial_observation: str, said: l
     return out
 
 
-def read_action(domain: Domain, text: str) -> str | None:
-    """The action in an agent's answer (see the module docstring); ``None`` when the agent
-    is done (``DONE``, or nothing but reasoning)."""
+def _answer(text: str) -> tuple[str, bool]:
+    # (the action text in an answer, whether the answer was only that: bare or one fenced block)
     answer, _, _ = split_reasoning(text or "")
     answer = answer.strip()
     if (m := _FENCE.match(answer)) is not None:
-        answer = m.group(1).strip()
+        return m.group(1).strip(), True
+    if (m := _FIRST_BLOCK.search(answer)) is not None:
+        return m.group(1).strip(), False
+    return answer, True
+
+
+def read_action(domain: Domain, text: str) -> str | None:
+    """The action in an agent's answer (see the module docstring); ``None`` when the agent
+    is done (``DONE``, or nothing but reasoning)."""
+    answer, _ = _answer(text)
     if not answer or answer.upper().rstrip(".") == "DONE":
         return None
     return domain.tool.to_action(answer)
+
+
+def well_formed_answer(domain: Domain, text: str) -> bool:
+    """Whether an agent's answer is one action and nothing else: no prose around it (a bare
+    action, or one fenced block), well formed for the domain's tool
+    (:attr:`lwm.domains.AgentTool.well_formed`: a command line on one line, SQL that ends a
+    statement, Python that compiles …) and valid in its action format. ``DONE`` is well formed."""
+    answer, alone = _answer(text)
+    if answer.upper().rstrip(".") == "DONE":
+        return True
+    return bool(answer) and alone and domain.tool.well_formed(answer) and valid_action(
+        domain, domain.tool.to_action(answer))
 
 
 def valid_action(domain: Domain, action: str) -> bool:
@@ -124,3 +152,46 @@ class ChatPolicy:
         gen = run_sync(self.model.generate(self.messages(task, trajectory), self.sampling))
         self.said = self.said[: len(trajectory.turns)] + [gen.text.strip()]
         return read_action(self.domain, gen.text)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """How to build a policy: picklable, so that it can travel to worker processes.
+
+    Attributes:
+        name: ``scripted`` (the scripted episodes' own actions, by task name: the suite's,
+            or a task set's reference solutions), or the agent's model: ``embedded`` (the
+            bundled SmolLM2-135M-Instruct), ``embedded-warmup``, a ``.gguf`` file,
+            ``hf:<model dir>`` (a trained checkpoint, transformers), or the name served at
+            ``base_url``.
+        base_url: the agent's OpenAI-compatible endpoint.
+        api_key: bearer token for ``base_url``.
+        adapter: a LoRA adapter in GGUF form for a local llama.cpp agent (``lwm train
+            export`` of a trained policy).
+        temperature: the agent's sampling temperature (0: greedy).
+        max_tokens: tokens per answer at most.
+    """
+
+    name: str = "scripted"
+    base_url: str | None = None
+    api_key: str = "EMPTY"
+    adapter: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 128
+
+    @property
+    def label(self) -> str:
+        """A short name for messages and records (the adapter's file name included)."""
+        return self.name + (f"+{Path(self.adapter).stem}" if self.adapter else "")
+
+    def make(self, domain: str, scripts: Sequence[Script] = ()) -> Policy:
+        """The policy for episodes of ``domain`` (``scripts``: what ``scripted`` plays;
+        default: the domain's suite). Models are loaded once per process.
+
+        Raises:
+            as :func:`lwm.models.load_model` (a reference predictor's name included).
+        """
+        if self.name == "scripted":
+            return ScriptedPolicy(scripts or domains.get(domain).scripts(extended=True))
+        model = ModelSpec(self.name, base_url=self.base_url, api_key=self.api_key, adapter=self.adapter).load()
+        return ChatPolicy(model, domain, SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens))

@@ -19,14 +19,14 @@ from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
-from lwm.envs.episode import Policy, ScriptedPolicy, play_episode
+from lwm.envs.episode import Script, play_episode
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
-from lwm.sim.policy import ChatPolicy
+from lwm.sim.policy import PolicySpec
 
 
 @dataclass
@@ -99,33 +99,33 @@ class RolloutResult:
     seconds: float = 0.0
 
 
-def make_policy(name: str, domain: str, base_url: str | None = None, api_key: str = "EMPTY") -> Policy:
-    """The policy a rollout plays: ``scripted`` (the domain's suite's own actions, by task
-    name) or an LLM agent (:class:`~lwm.sim.policy.ChatPolicy`) on the model ``name`` (the
-    embedded one, or the one served at ``base_url``), loaded once per process.
-
-    Raises:
-        as :func:`lwm.models.load_model` (a reference predictor's name included).
-    """
-    if name == "scripted":
-        return ScriptedPolicy(domains.get(domain).scripts(extended=True))
-    return ChatPolicy(ModelSpec(name, base_url=base_url, api_key=api_key).load(), domain)
-
-
 @dataclass(frozen=True)
 class EpisodeJob:
-    """One episode to play: picklable, so that a Ray worker can run it (``job()``)."""
+    """One episode to play: picklable, so that a Ray worker can run it (``job()``).
+
+    Attributes:
+        factory: the environment.
+        policy: the agent.
+        task: the task.
+        episode_id: the trajectory's id.
+        max_turns: steps at most.
+        scripts: what a ``scripted`` policy plays (default: the domain's suite).
+        metadata: added to the trajectory's metadata.
+    """
 
     factory: EnvFactory
-    policy: tuple[str, str | None, str]  # make_policy's (name, base_url, api_key); the domain is the factory's
+    policy: PolicySpec
     task: Task
     episode_id: str
     max_turns: int
+    scripts: tuple[Script, ...] = ()
+    metadata: tuple[tuple[str, Any], ...] = ()
 
     def __call__(self) -> dict[str, Any]:
-        policy = make_policy(self.policy[0], self.factory.domain, self.policy[1], self.policy[2])
+        policy = self.policy.make(self.factory.domain, self.scripts)
         traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns, episode_id=self.episode_id,
-                            metadata={"backend": self.factory.backend, "task_spec": self.task.to_dict()})
+                            metadata={"backend": self.factory.backend, "task_spec": self.task.to_dict(),
+                                      **dict(self.metadata)})
         return traj.model_dump(mode="json")
 
 
@@ -168,13 +168,13 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     factory = env_factory_for(config)
     # Fail before any episode starts (a missing model file, a reference predictor's name …);
     # the models are loaded once per process, so the episodes of this process share them.
-    make_policy(config.policy, config.domain, config.policy_base_url, config.api_key)
+    policy = PolicySpec(config.policy, config.policy_base_url, config.api_key)
+    policy.make(config.domain)
     factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
     settings = config.settings()
     check_run_settings(out / "rollout.json", settings)
     tasks = _tasks(config)
-    policy = (config.policy, config.policy_base_url, config.api_key)
     items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
     report = run_jobs(items, _play, journal=out / "trajectories.partial.jsonl", concurrency=config.concurrency,
                       description=f"rollout {config.domain}/{config.backend}", progress=show_progress,

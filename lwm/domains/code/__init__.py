@@ -37,7 +37,7 @@ DOMAIN = Domain(
     tool=AgentTool("run_cell", (
         "Run a cell of Python source in a persistent interpreter (working directory /app) and return its "
         "stdout, stderr and the value of a final expression (Out[n]). Plain Python, no Markdown. "
-        "Example: print(sum(range(10)))")),
+        "Example: print(sum(range(10)))"), well_formed=spec.compiles),
     canonical=spec.canonical,
     rubric=rubrics.GENERIC,
     reward_rubric=('Success in a Python interpreter: the variables, functions or files the task asks for hold '

@@ -167,6 +167,15 @@ def exit_description(code: int | None) -> str:
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+>")
 
 
+def compiles(text: str) -> bool:
+    """Whether an agent's cell is Python that compiles: the format it is asked for."""
+    try:
+        compile(text, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return bool(text.strip())
+
+
 def canonical(observation: str) -> str:
     """Normal form for the deterministic comparator: trailing spaces removed from every
     line and object addresses in default reprs (``<object at 0x7f…>``) replaced by

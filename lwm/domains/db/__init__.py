@@ -42,7 +42,8 @@ DOMAIN = Domain(
     action_lang=spec.ACTION_LANG,
     tool=AgentTool("run_sql", (
         "Type SQL (statements ending in ';', or client meta-commands such as .tables) into the database "
-        "client and return what it prints. Example: SELECT name FROM customers WHERE city = 'London';")),
+        "client and return what it prints. Example: SELECT name FROM customers WHERE city = 'London';"),
+        well_formed=spec.ends_a_statement),
     canonical=spec.canonical,
     rubric=rubrics.GENERIC,
     reward_rubric=('Success in a database: the tables and rows the task asks for are in the committed state, as '

@@ -109,6 +109,13 @@ def parse_action(action: str) -> str:
     return action.replace("\r\n", "\n")
 
 
+def ends_a_statement(text: str) -> bool:
+    """Whether an agent's SQL finishes at least one statement (``;``) or is a client
+    meta-command (``.tables``, ``\\dt``): the format it is asked for."""
+    stripped = text.strip()
+    return stripped.startswith((".", "\\")) or any(True for _ in _finished_statements(stripped))
+
+
 def canonical(observation: str) -> str:
     """The deterministic comparator's normal form: trailing spaces of every line and
     trailing blank lines removed (psql pads aligned cells; padding carries no content)."""

@@ -131,6 +131,12 @@ def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
                           for text, dur in (item if isinstance(item, tuple) else (item, duration) for item in items)])
 
 
+def one_command(text: str) -> bool:
+    """Whether an agent wrote one command line (or keystroke JSON): the format it is asked for."""
+    stripped = text.strip()
+    return bool(stripped) and ("\n" not in stripped or stripped.startswith("["))
+
+
 def agent_action(text: str) -> str:
     """The terminal action for an agent's answer: the keystroke JSON when it is one, else the
     text typed as a command line with Enter, the screen read one second later.

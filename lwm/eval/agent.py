@@ -1,0 +1,281 @@
+"""``lwm agent eval``: how well a policy does its tasks, in the real environment or in the
+simulator.
+
+A policy (a scripted oracle playing the reference solutions, any OpenAI-compatible
+endpoint, the embedded model with or without an adapter, a trained checkpoint) plays a set
+of tasks drawn from the domains' task families (:mod:`lwm.domains.tasks`; held-out
+families by default, never trained on).
+
+* On the **real** backend each episode ends with the task's real verifier: the success
+  rate per domain with its 95 % Wilson interval, the share of valid actions, mean turns,
+  real steps and wall time.
+* On the **sim** backend the world model plays the environment and its reward model
+  decides success (``reward``: the verifier's probe through the world model, or a judge).
+  Each simulated episode is then replayed in the real environment (``replay``): its
+  actions again, in order, then the real verifier — the real success of the simulated
+  action sequences, and the ratio of simulated to real success (Word2World's closed-loop
+  consistency), with the false successes that would teach an agent the wrong thing.
+
+Output directory (resumable: re-run with the same one)::
+
+    episodes.partial.jsonl   one trajectory per finished episode (the job engine's journal)
+    episodes.jsonl           every episode, in task order
+    summary.json, report.md  the tables
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lwm import domains
+from lwm.domains.tasks import task_set
+from lwm.envs.base import Task
+from lwm.envs.episode import Script
+from lwm.jobs import run_jobs
+from lwm.jsonl import check_run_settings, dumps, write_atomic
+from lwm.metrics import wilson_interval
+from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.schema import Trajectory, write_trajectories
+from lwm.sim.backends import EnvFactory
+from lwm.sim.policy import PolicySpec, valid_action
+from lwm.sim.rollout import EpisodeJob
+
+
+@dataclass
+class AgentEvalConfig:
+    """Settings of ``lwm agent eval``.
+
+    Attributes:
+        out: run directory (re-run with the same one to resume).
+        domains: the domains whose tasks are played (those with task families).
+        split: which task families: ``heldout`` (never trained on), ``train`` or ``all``.
+        tasks: tasks per domain.
+        seed: seed of the task set (the same seed gives the same tasks).
+        policy: the agent (see :class:`~lwm.sim.policy.PolicySpec`): ``oracle`` (the tasks'
+            reference solutions), ``embedded``, ``embedded-warmup``, a ``.gguf`` file,
+            ``hf:<model dir>``, or the name served at ``policy_base_url``.
+        policy_base_url: the agent's OpenAI-compatible endpoint.
+        policy_adapter: a LoRA adapter (GGUF) for a local llama.cpp agent.
+        temperature: the agent's sampling temperature (0: greedy).
+        max_turns: actions per episode at most.
+        backend: ``real`` or ``sim``.
+        world_model: the world model of ``sim`` (``embedded-warmup``, ``embedded``, a
+            ``.gguf`` file, or the name served at ``base_url``).
+        base_url: the world model's OpenAI-compatible endpoint.
+        api_key: bearer token for both endpoints.
+        reward: ``sim``: ``probe`` (the world model predicts the verifier's probe),
+            ``judge`` (the reward model reads the episode) or ``auto``.
+        replay: ``sim``: replay each simulated episode's actions in the real environment
+            and run the real verifier.
+        concurrency: episodes played at once.
+    """
+
+    out: Path
+    domains: tuple[str, ...] = ("terminal",)
+    split: str = "heldout"
+    tasks: int = 20
+    seed: int = 0
+    policy: str = "embedded"
+    policy_base_url: str | None = None
+    policy_adapter: str | None = None
+    temperature: float = 0.0
+    max_turns: int = 4
+    backend: str = "real"
+    world_model: str = WORLD_MODEL
+    base_url: str | None = None
+    api_key: str = "EMPTY"
+    reward: str = "auto"
+    replay: bool = True
+    concurrency: int = 4
+
+    def settings(self) -> dict[str, Any]:
+        """What makes two runs the same run (recorded; a resume must match)."""
+        d = asdict(self)
+        for k in ("out", "concurrency", "api_key"):
+            d.pop(k)
+        d["domains"] = list(self.domains)
+        if self.backend != "sim":
+            for k in ("world_model", "base_url", "reward", "replay"):
+                d.pop(k)
+        return d
+
+
+@dataclass
+class AgentEvalResult:
+    """What an agent evaluation produced: where, its summary, the failed episodes."""
+
+    out: Path
+    summary: dict[str, Any]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Episode:
+    """One task to play and, on ``sim``, to replay in the real environment (picklable)."""
+
+    job: EpisodeJob
+    replay: bool
+
+    def __call__(self) -> dict[str, Any]:
+        t0 = time.monotonic()
+        record = self.job()
+        traj = Trajectory.model_validate(record)
+        spec = domains.get(traj.domain)
+        actions = [t.action for t in traj.turns]
+        meta = {"valid_actions": sum(valid_action(spec, a) for a in actions), "actions": len(actions),
+                "real_steps": len(actions) if self.job.factory.backend == "real" else 0}
+        if self.replay:
+            real = replay_actions(traj.domain, self.job.task, actions)
+            meta.update(real_reward=real, real_steps=len(actions))
+        record["metadata"].update(meta, wall_seconds=round(time.monotonic() - t0, 3))
+        return record
+
+
+def replay_actions(domain: str, task: Task, actions: list[str]) -> float | None:
+    """Play ``actions`` in a fresh real environment of ``domain`` from ``task``'s start and
+    return the real verifier's verdict (malformed actions are answered, not raised).
+
+    Raises:
+        NoRealEnvironmentError, SandboxError: as the real environment.
+    """
+    from lwm.envs.recorded import RealBackendEnv
+
+    env = RealBackendEnv(domain, domains.get(domain).make_env())
+    try:
+        env.reset(task)
+        for action in actions:
+            if env.step(action).done:
+                break
+        return env.verify()
+    finally:
+        env.close()
+
+
+def _tasks(config: AgentEvalConfig) -> list[tuple[str, Task, tuple[str, ...]]]:
+    out = []
+    for domain in config.domains:
+        for task, solution in task_set(domain, config.split, config.tasks, config.seed):
+            out.append((f"{domain}/{task.name}", task, solution))
+    return out
+
+
+def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentEvalResult:
+    """Play the task set with the policy and write the episodes and the summary (resumable).
+
+    Raises:
+        UnknownDomainError, KeyError: a domain without task families.
+        ValueError: bad backend settings, an unknown split, too many tasks asked of a split.
+        ModelUnavailableError: the policy's or the world model's weights or server are missing.
+        RunMismatchError: ``out`` holds an evaluation with other settings.
+    """
+    out = Path(config.out)
+    if config.backend not in ("real", "sim"):
+        raise ValueError(f"--backend must be real or sim for an agent evaluation, not {config.backend!r}")
+    oracle = config.policy == "oracle"
+    policy = PolicySpec("scripted" if oracle else config.policy, config.policy_base_url, config.api_key,
+                        config.policy_adapter, config.temperature)
+    tasks = _tasks(config)
+    factories = {d: _factory(config, d) for d in config.domains}
+    if not oracle:
+        policy.make(config.domains[0])  # load the agent once, here: a bad name fails before any episode
+    for factory in factories.values():
+        factory.world_model()
+    out.mkdir(parents=True, exist_ok=True)
+    check_run_settings(out / "agent_eval.json", config.settings())
+    items = []
+    for eid, task, solution in tasks:
+        domain = eid.split("/", 1)[0]
+        job = EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
+                         scripts=(Script(task, solution),) if oracle else (),
+                         metadata=(("split", config.split), ("policy_label", "oracle" if oracle else policy.label)))
+        items.append((eid, _Episode(job, replay=config.backend == "sim" and config.replay)))
+    report = run_jobs(items, lambda episode: episode(), journal=out / "episodes.partial.jsonl",
+                      concurrency=config.concurrency, description=f"agent eval ({config.backend})",
+                      progress=show_progress)
+    episodes = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _, _ in tasks])]
+    write_trajectories(out / "episodes.jsonl", episodes)
+    summary = summarize(episodes, config.backend)
+    summary.update(settings=config.settings(), failed=report.failures, seconds_this_invocation=round(report.seconds, 1))
+    write_atomic(out / "summary.json", dumps(summary) + "\n")
+    write_atomic(out / "report.md", to_markdown(summary))
+    return AgentEvalResult(out, summary, report.failures)
+
+
+def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
+    if config.backend == "real":
+        return EnvFactory(domain, "real")
+    model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key)
+    return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
+                      options={"reward": config.reward, "real_start": True})
+
+
+def _rate(successes: int, n: int) -> dict[str, Any]:
+    if n == 0:
+        return {"n": 0, "successes": 0, "rate": None, "ci95": None}
+    low, high = wilson_interval(successes, n)
+    return {"n": n, "successes": successes, "rate": round(successes / n, 4), "ci95": [round(low, 4), round(high, 4)]}
+
+
+def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
+    """Per domain and over all: success (reward ≥ 0.5; an unknown verdict is a failure,
+    counted in ``unknown_verdicts``) with its 95 % Wilson interval, valid-action rate, mean
+    turns, real steps, wall time; on ``sim`` also the real success of the replayed action
+    sequences, the sim/real ratio and the false successes."""
+    by_domain: dict[str, list[Trajectory]] = defaultdict(list)
+    for e in episodes:
+        by_domain[e.domain].append(e)
+
+    def group(eps: list[Trajectory]) -> dict[str, Any]:
+        meta = [e.metadata for e in eps]
+        actions = sum(m.get("actions", 0) for m in meta)
+        g = {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps)),
+             "unknown_verdicts": sum(1 for e in eps if e.reward is None),
+             "valid_action_rate": round(sum(m.get("valid_actions", 0) for m in meta) / actions, 4) if actions else None,
+             "mean_turns": round(sum(len(e.turns) for e in eps) / len(eps), 2) if eps else None,
+             "real_steps": sum(m.get("real_steps", 0) for m in meta),
+             "wall_seconds": round(sum(m.get("wall_seconds", 0) for m in meta), 1)}
+        replayed = [e for e in eps if "real_reward" in e.metadata]
+        if backend == "sim" and replayed:
+            real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
+            sim_ok = sum(1 for e in replayed if (e.reward or 0) >= 0.5)
+            g["real_success_of_simulated_actions"] = _rate(real_ok, len(replayed))
+            g["sim_to_real_ratio"] = round(sim_ok / real_ok, 3) if real_ok else None
+            g["false_successes"] = sum(1 for e in replayed if (e.reward or 0) >= 0.5 > (e.metadata["real_reward"] or 0))
+        return g
+
+    return {"backend": backend, "episodes": len(episodes), "overall": group(episodes),
+            "domains": {d: group(eps) for d, eps in sorted(by_domain.items())}}
+
+
+def _fmt_rate(r: dict[str, Any] | None) -> str:
+    if not r or r["rate"] is None:
+        return "—"
+    return f"{100 * r['rate']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}] ({r['successes']}/{r['n']})"
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The summary as Markdown."""
+    s = summary.get("settings", {})
+    sim = summary["backend"] == "sim"
+    head = ["domain", "success ± 95% CI", "valid actions", "mean turns", "real steps", "wall s"]
+    if sim:
+        head += ["real success of simulated actions", "sim/real", "false successes"]
+    lines = [f"# lwm agent eval: {s.get('policy')} on {summary['backend']}", "",
+             f"{summary['episodes']} episodes; tasks: {s.get('split')} families, {s.get('tasks')} per domain, "
+             f"seed {s.get('seed')}; at most {s.get('max_turns')} turns." + (
+                 f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
+             "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for name, g in [*summary["domains"].items(), ("all", summary["overall"])]:
+        row = [name, _fmt_rate(g["success"]), str(g["valid_action_rate"]), str(g["mean_turns"]), str(g["real_steps"]),
+               str(g["wall_seconds"])]
+        if sim:
+            row += [_fmt_rate(g.get("real_success_of_simulated_actions")), str(g.get("sim_to_real_ratio")),
+                    str(g.get("false_successes"))]
+        lines.append("| " + " | ".join(row) + " |")
+    if summary.get("failed"):
+        lines += ["", f"{len(summary['failed'])} episodes failed to play (see summary.json)."]
+    return "\n".join(lines) + "\n"
