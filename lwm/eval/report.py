@@ -114,7 +114,7 @@ def _columns(groups: dict[str, dict]) -> list[str]:
 def _table(title: str, groups: dict[str, dict], first: str) -> Table:
     cols = _columns(groups)
     t = Table(title=title)
-    t.add_column(first)
+    t.add_column(first, no_wrap=True)
     for c in cols:
         t.add_column(c.replace("_", " "), justify="right")
     for name, g in groups.items():

@@ -1,0 +1,529 @@
+"""``lwm train rl``: reinforcement learning with TRL's ``GRPOTrainer``, two objectives.
+
+``agent``: a policy learns to do tasks by acting in an environment — the simulator (the
+world model as the environment and, through the task verifier's probe, as the reward
+model), the real sandboxed environment, ``hybrid`` or ``replay``. The tasks are the train
+split of the domains' task families (:mod:`lwm.domains.tasks`; held-out families are never
+trained on). Every generation of a GRPO group plays the group's task from the same
+start (the real environment's first screen, :func:`lwm.sim.starts.real_start`) against
+a world that shares one memo, so identical situations get identical observations and cost
+one model call. Episodes are multi-turn: the embedded model's chat template has no tool
+calls (TRL refuses ``environment_factory`` for it), so this module drives them through
+TRL's ``rollout_func``: the policy generates with the weights being trained, each answer
+is read as an action (:func:`lwm.sim.policy.read_action`, the reading ``lwm agent eval``
+uses), the environment answers, and its tokens join the completion masked out of the loss
+(``env_mask``). Reward: the episode's verdict (1 achieved, else 0) plus ``format_weight``
+× the share of the policy's answers that were one well-formed action and nothing else.
+
+``fidelity``: the world model itself learns to predict real observations — GRPO on the
+rows of a dataset made by ``lwm data build`` (the world-model messages as prompts), with a
+rule reward: the mean of masked line F1 and edit similarity between the predicted and the
+real observation (:func:`lwm.metrics.fidelity`, the domain's comparator), plus
+``format_weight`` when the answer is inside the observation tag. This is reinforcement
+learning for simulation fidelity, as the Qwen-AgentWorld release describes for its LWM.
+
+Both train a PEFT LoRA adapter on ``model`` (``embedded``: SmolLM2-135M-Instruct
+dequantized; ``embedded-warmup``: the same with the shipped world-model warm-up merged in,
+the seed's "warm-up as the policy's starting point"; or a Hugging Face folder), save
+checkpoints (``--resume`` continues), and write ``adapter/`` and ``adapter.gguf`` (for
+llama.cpp: ``lwm agent eval --policy <base> --policy-adapter out/adapter.gguf``).
+``episodes.jsonl`` records every training episode (agent objective).
+
+On GPUs the same command runs under ``accelerate launch -m lwm.cli train rl …``; with
+``--vllm-server-base-url`` TRL's vLLM server generates (``trl vllm-serve``,
+docs/training.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lwm import domains
+from lwm.errors import DataNotFoundError, RunMismatchError
+from lwm.jsonl import JsonlAppender, read_json, write_atomic
+from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.sim.backends import EnvFactory
+
+RUN_FILE = "lwm_train.json"
+OBJECTIVES = ("agent", "fidelity")
+
+
+@dataclass
+class RLConfig:
+    """Settings of ``lwm train rl``.
+
+    Attributes:
+        out: run directory: checkpoints, ``adapter/``, ``adapter.gguf``, ``episodes.jsonl``,
+            ``metrics.json``.
+        objective: ``agent`` (a policy learns tasks in an environment) or ``fidelity`` (the
+            world model learns to predict real observations).
+        model: the model trained (a LoRA adapter on it): ``embedded``, ``embedded-warmup``
+            (the world-model warm-up merged in) or a Hugging Face folder.
+        domains: ``agent``: domains whose train task families are played.
+        tasks: ``agent``: distinct tasks per domain in the training set.
+        max_task_steps: ``agent``: only task families a competent agent solves in at most
+            this many actions.
+        backend: ``agent``: ``sim`` (the world model), ``real``, ``hybrid`` or ``replay``.
+        world_model: ``agent`` on ``sim``/``hybrid``: the world model (``embedded-warmup``,
+            ``embedded``, a ``.gguf`` file, or the name served at ``base_url``).
+        base_url: the world model's OpenAI-compatible endpoint.
+        reward: ``agent`` on ``sim``: ``probe`` (the world model predicts the verifier's
+            probe), ``judge`` or ``auto``.
+        cache: ``hybrid``/``replay``: the replay cache file.
+        max_turns: ``agent``: actions per episode at most.
+        data: ``fidelity``: a dataset directory of ``lwm data build``.
+        format_weight: weight of the format reward (the verdict or fidelity weighs 1).
+        num_generations: completions per prompt (a GRPO group).
+        prompts_per_step: prompts (tasks) per optimizer step.
+        max_steps: optimizer steps in all (on resume, the new total).
+        max_new_tokens: tokens the trained model writes per answer at most.
+        temperature: sampling temperature of the trained model.
+        lr: learning rate (linear decay).
+        lora_r: LoRA rank (alpha = 2 × rank).
+        beta: KL coefficient against the starting model (0: none, no reference model kept).
+        save_steps: checkpoint every N steps (and at the end).
+        seed: seed of the task set, the data order, LoRA initialization and sampling.
+        resume: continue from the last checkpoint in ``out``.
+    """
+
+    out: Path
+    objective: str = "agent"
+    model: str = "embedded"
+    domains: tuple[str, ...] = ("terminal",)
+    tasks: int = 64
+    max_task_steps: int = 1
+    backend: str = "sim"
+    world_model: str = WORLD_MODEL
+    base_url: str | None = None
+    reward: str = "auto"
+    cache: Path | None = None
+    max_turns: int = 2
+    data: Path | None = None
+    format_weight: float = 0.2
+    num_generations: int = 4
+    prompts_per_step: int = 2
+    max_steps: int = 100
+    max_new_tokens: int = 48
+    temperature: float = 1.0
+    lr: float = 1e-4
+    lora_r: int = 16
+    beta: float = 0.0
+    save_steps: int = 25
+    seed: int = 0
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.objective!r} ({' or '.join(OBJECTIVES)})")
+        if self.objective == "fidelity" and self.data is None:
+            raise ValueError("the fidelity objective needs --data (a dataset directory of lwm data build)")
+        for name in ("num_generations", "prompts_per_step", "max_steps", "max_new_tokens", "max_turns", "tasks",
+                     "save_steps", "lora_r"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.num_generations < 2:
+            raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
+
+    def identity(self) -> dict[str, Any]:
+        """What a resume must keep (everything but the run's length and its resume flag)."""
+        d = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+             for k, v in asdict(self).items()}
+        for k in ("out", "max_steps", "resume", "save_steps"):
+            d.pop(k)
+        return d
+
+
+@dataclass
+class RLResult:
+    """What a run produced.
+
+    Attributes:
+        out: the run directory.
+        adapter: the final LoRA adapter folder.
+        adapter_gguf: the adapter for llama.cpp (``None`` when export failed: the reason is
+            in ``export_error``).
+        steps: optimizer steps done in all.
+        seconds: wall time of this invocation.
+        mean_reward_first, mean_reward_last: the mean reward of the first and last logged steps.
+        resumed_from: the checkpoint continued from.
+    """
+
+    out: Path
+    adapter: Path
+    adapter_gguf: Path | None
+    steps: int
+    seconds: float
+    mean_reward_first: float | None
+    mean_reward_last: float | None
+    resumed_from: Path | None = None
+    export_error: str | None = None
+    log_history: list[dict] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------- agent
+
+
+def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
+    """The training tasks: ``config.tasks`` distinct tasks per domain from the train split
+    of its families (those of at most ``max_task_steps`` actions), each with its prompt
+    (the policy's first messages: the instruction and the real first screen).
+
+    Raises:
+        KeyError: a domain without task families.
+        ValueError: too few distinct tasks.
+    """
+    from lwm.domains.tasks import families, task_key
+    from lwm.sim.policy import agent_messages
+    from lwm.sim.starts import real_start
+
+    out, seen_prompts = [], set()
+    for domain in config.domains:
+        spec = domains.get(domain)
+        pool = [f for f in families(domain, "train") if f.steps <= config.max_task_steps]
+        if not pool:
+            raise ValueError(f"no train task family of {domain} takes at most {config.max_task_steps} actions")
+        seen, seed = set(), 0
+        while sum(1 for t in out if t["domain"] == domain) < config.tasks and seed < 100 * config.tasks:
+            family = pool[seed % len(pool)]
+            task, _ = family.generate(config.seed * 100_003 + seed // len(pool))
+            seed += 1
+            if task_key(task) in seen:
+                continue
+            seen.add(task_key(task))
+            start = real_start(domain, task) if config.backend != "replay" else None
+            first = start.initial_observation if start else ""
+            prompt = agent_messages(spec, task, first, [], [])
+            key = json.dumps(prompt, sort_keys=True)
+            if key in seen_prompts:  # two tasks the policy cannot tell apart: keep the first
+                continue
+            seen_prompts.add(key)
+            out.append({"prompt": prompt, "domain": domain, "task": json.dumps(task.to_dict())})
+        if sum(1 for t in out if t["domain"] == domain) < config.tasks:
+            raise ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
+    return out
+
+
+class AgentRollout:
+    """TRL's ``rollout_func`` for the agent objective: one episode per prompt (see the
+    module docstring). ``prompts`` arrive in groups of ``num_generations`` equal prompts.
+
+    Args:
+        config: the run's settings.
+        tasks: :func:`agent_tasks`.
+        log: where each episode is appended (``episodes.jsonl``), or ``None``.
+    """
+
+    def __init__(self, config: RLConfig, tasks: list[dict[str, Any]], log: Path | None = None) -> None:
+        from lwm.envs.base import Task
+
+        self.config = config
+        self.by_prompt = {json.dumps(t["prompt"], sort_keys=True): (t["domain"], Task.from_dict(json.loads(t["task"])))
+                          for t in tasks}
+        self.log = log
+        self.calls = 0
+        world = ModelSpec(config.world_model, base_url=config.base_url) if config.backend in ("sim", "hybrid") \
+            else None
+        self.factories = {
+            d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
+                          max_turns=config.max_turns,
+                          options={"reward": config.reward, "real_start": True} if config.backend == "sim" else {})
+            for d in config.domains}
+
+    def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
+        import torch
+        from trl.models.utils import unwrap_model_for_generation
+
+        from lwm.sim.policy import read_action, well_formed_answer
+
+        tokenizer = trainer.processing_class
+        memos: dict[str, dict] = {}  # one world per group: the same situation, the same observation
+        episodes = []
+        for messages in prompts:
+            key = json.dumps(messages, sort_keys=True)
+            domain, task = self.by_prompt[key]
+            factory = self.factories[domain]
+            if factory.backend == "sim":
+                factory = replace(factory, options={**factory.options, "memo": memos.setdefault(key, {})})
+            env = factory()
+            env.reset(task)
+            text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            episodes.append({"domain": domain, "task": task, "env": env, "messages": list(messages),
+                             "prompt_ids": ids, "completion": [], "mask": [], "said": [], "observations": [],
+                             "formats": [], "active": True})
+        eos = tokenizer.eos_token_id
+        for turn in range(self.config.max_turns):
+            active = [e for e in episodes if e["active"]]
+            if not active:
+                break
+            texts = self._generate(trainer, tokenizer, active, torch, unwrap_model_for_generation)
+            for e, (gen_ids, text) in zip(active, texts):
+                e["completion"] += gen_ids
+                e["mask"] += [1] * len(gen_ids)
+                e["said"].append(text)
+                spec = domains.get(e["domain"])
+                e["formats"].append(well_formed_answer(spec, text))
+                action = read_action(spec, text)
+                if action is None:
+                    e["active"] = False
+                    continue
+                result = e["env"].step(action)
+                e["observations"].append(result.observation)
+                if result.done or turn == self.config.max_turns - 1:
+                    e["active"] = False
+                    continue
+                env_ids = self._observation_tokens(tokenizer, e, text, ended=bool(gen_ids) and gen_ids[-1] == eos)
+                e["completion"] += env_ids
+                e["mask"] += [0] * len(env_ids)
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [], "env_reward": [],
+               "format_reward": []}
+        for e in episodes:
+            try:
+                verdict = e["env"].verify()
+                fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
+                self._record(trainer, e, verdict, fmt)
+            finally:
+                e["env"].close()
+            reward = 1.0 if (verdict or 0.0) >= 0.5 else 0.0
+            if not e["completion"]:  # the trainer needs at least one token
+                e["completion"], e["mask"] = [eos], [1]
+            out["prompt_ids"].append(e["prompt_ids"])
+            out["completion_ids"].append(e["completion"])
+            out["env_mask"].append(e["mask"])
+            out["env_reward"].append(reward)
+            out["format_reward"].append(fmt)
+        self.calls += 1
+        return out
+
+    def _generate(self, trainer, tokenizer, active, torch, unwrap) -> list[tuple[list[int], str]]:
+        """One answer for each active episode, sampled from the weights being trained."""
+        seqs = [e["prompt_ids"] + e["completion"] for e in active]
+        width = max(len(s) for s in seqs)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs])
+        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs])
+        with unwrap(trainer.model_wrapped, trainer.accelerator) as model, torch.no_grad():
+            was_training = model.training
+            model.eval()
+            try:
+                generated = model.generate(input_ids=input_ids.to(model.device),
+                                           attention_mask=attention.to(model.device),
+                                           do_sample=True, temperature=self.config.temperature, top_p=1.0,
+                                           max_new_tokens=self.config.max_new_tokens, pad_token_id=pad,
+                                           eos_token_id=tokenizer.eos_token_id)
+            finally:
+                model.train(was_training)
+        out = []
+        for row in generated[:, width:].tolist():
+            if tokenizer.eos_token_id in row:
+                row = row[: row.index(tokenizer.eos_token_id) + 1]
+            while row and row[-1] == pad and pad != tokenizer.eos_token_id:
+                row.pop()
+            out.append((row, tokenizer.decode(row, skip_special_tokens=True)))
+        return out
+
+    @staticmethod
+    def _observation_tokens(tokenizer, e: dict, text: str, ended: bool) -> list[int]:
+        """The tokens the chat template puts between the agent's answer and its next one:
+        the end of its turn, the observation as a user message, the next assistant header."""
+        placeholder = "\ue000"  # a private-use character: the answer's place in the rendering
+        said = [{"role": "assistant", "content": placeholder}]
+        before = tokenizer.apply_chat_template(e["messages"] + said, tokenize=False)
+        e["messages"] += [{"role": "assistant", "content": text},
+                          {"role": "user", "content": f"Observation:\n{e['observations'][-1]}"}]
+        after = tokenizer.apply_chat_template(e["messages"][:-2] + said + e["messages"][-1:], tokenize=False,
+                                              add_generation_prompt=True)
+        suffix = after[after.index(placeholder) + 1:]
+        closing = before[before.index(placeholder) + 1:]  # e.g. "<|im_end|>\n" after an answer
+        if ended and tokenizer.eos_token and closing.startswith(tokenizer.eos_token):
+            suffix = suffix[len(tokenizer.eos_token):]  # the model wrote it already
+        return tokenizer(suffix, add_special_tokens=False)["input_ids"]
+
+    def _record(self, trainer, e: dict, verdict: float | None, fmt: float) -> None:
+        if self.log is None or not trainer.is_world_process_zero():
+            return
+        traj = e["env"].trajectory
+        with JsonlAppender(self.log) as sink:
+            sink.append({"step": trainer.state.global_step, "call": self.calls, "domain": e["domain"],
+                         "task": e["task"].name, "instruction": e["task"].instruction, "said": e["said"],
+                         "observations": e["observations"], "verdict": verdict, "format": round(fmt, 3),
+                         "probe_observation": traj.metadata.get("probe_observation") if traj else None})
+
+
+def _env_reward(completions, env_reward, **_: Any) -> list[float]:
+    return list(env_reward)
+
+
+def _format_reward(completions, format_reward, **_: Any) -> list[float]:
+    return list(format_reward)
+
+
+# ---------------------------------------------------------------------------- fidelity
+
+
+def fidelity_dataset(data: Path) -> Any:
+    """The train split of a ``lwm data build`` directory as GRPO prompts: the world-model
+    messages, the real observation, its volatile spans and domain.
+
+    Raises:
+        DataNotFoundError: no train split.
+    """
+    from datasets import Dataset
+
+    from lwm.data.build import read_built
+
+    examples, _ = read_built(Path(data))
+    rows = [{"prompt": ex["prompt"], "observation": ex["observation"], "domain": ex["domain"],
+             "volatile": json.dumps(ex.get("volatile") or [])} for ex in examples["train"]]
+    if not rows:
+        raise DataNotFoundError(f"{data} holds no train examples")
+    return Dataset.from_list(rows)
+
+
+def _fidelity_reward(completions, observation, domain, volatile, **_: Any) -> list[float]:
+    from lwm.metrics import fidelity
+    from lwm.parse import parse_output
+
+    out = []
+    for completion, real, d, spans in zip(completions, observation, domain, volatile):
+        text = completion[-1]["content"] if isinstance(completion, list) else completion
+        spec = domains.find(d)
+        f = fidelity(parse_output(text).observation, real, [tuple(s) for s in json.loads(spans)],
+                     spec.canonical if spec else None)
+        out.append((f.line_f1 + f.edit_similarity) / 2)
+    return out
+
+
+def _tagged_reward(completions, **_: Any) -> list[float]:
+    from lwm.parse import parse_output
+
+    texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+    return [0.0 if {"no_observation_tag", "unclosed_observation_tag", "empty"} & set(parse_output(t).issues) else 1.0
+            for t in texts]
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
+    """Run (or resume) GRPO; save checkpoints, the adapter and its GGUF export.
+
+    Raises:
+        ValueError: bad settings (see :class:`RLConfig`), too few tasks.
+        RunMismatchError: resuming ``out`` with other settings.
+        FileExistsError: ``out`` holds checkpoints and ``resume`` is false.
+        ModelUnavailableError: the model, the world model or the training libraries are missing.
+        DataNotFoundError: ``fidelity`` without train examples.
+    """
+    import torch
+    from peft import LoraConfig
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOConfig, GRPOTrainer
+
+    from lwm.train.sft import _load_base
+
+    t0 = time.monotonic()
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    last = get_last_checkpoint(str(out))
+    if last and not config.resume:
+        raise FileExistsError(f"{out} already holds checkpoints (last: {Path(last).name}); pass --resume to continue "
+                              "that run, or choose a new --out")
+    run_file = out / RUN_FILE
+    if run_file.is_file():
+        recorded = read_json(run_file).get("settings", {})
+        diff = {k: (recorded.get(k), v) for k, v in config.identity().items() if recorded.get(k) != v}
+        if diff:
+            raise RunMismatchError(out, diff)
+    else:
+        write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
+                                           "config": {**config.identity(), "max_steps": config.max_steps}},
+                                          indent=2) + "\n")
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    model, tokenizer = _load_base(config.model)
+    rollout = None
+    if config.objective == "agent":
+        from datasets import Dataset
+
+        tasks = agent_tasks(config)
+        rollout = AgentRollout(config, tasks, log=out / "episodes.jsonl")
+        for factory in rollout.factories.values():  # load the world model now: a typo fails before training
+            factory.world_model()
+        dataset = Dataset.from_list(tasks)
+        reward_funcs, weights = [_env_reward, _format_reward], [1.0, config.format_weight]
+    else:
+        dataset = fidelity_dataset(config.data)
+        reward_funcs, weights = [_fidelity_reward, _tagged_reward], [1.0, config.format_weight]
+    batch = config.prompts_per_step * config.num_generations
+    args = GRPOConfig(
+        output_dir=str(out), max_steps=config.max_steps, learning_rate=config.lr, lr_scheduler_type="linear",
+        per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=config.num_generations,
+        # agent: the policy's answers and the observations between them (masked) form one completion
+        max_completion_length=config.max_new_tokens + (1024 * config.max_turns if config.objective == "agent" else 0),
+        temperature=config.temperature, beta=config.beta, reward_weights=weights, logging_steps=1,
+        save_steps=config.save_steps, save_total_limit=2, seed=config.seed, use_cpu=not torch.cuda.is_available(),
+        report_to=[], disable_tqdm=not show_progress, bf16=False, remove_unused_columns=False,
+        log_completions=False)
+    peft = LoraConfig(r=config.lora_r, lora_alpha=2 * config.lora_r, lora_dropout=0.0, target_modules="all-linear",
+                      task_type="CAUSAL_LM")
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
+                          processing_class=tokenizer, peft_config=peft, rollout_func=rollout)
+    trainer.train(resume_from_checkpoint=last if config.resume and last else None)
+    adapter = out / "adapter"
+    trainer.save_model(str(adapter))
+    tokenizer.save_pretrained(adapter)
+    write_atomic(adapter / "lwm_adapter.json", json.dumps({"model": config.model, "lora": True,
+                                                           "lora_r": config.lora_r,
+                                                           "lora_alpha": 2 * config.lora_r}) + "\n")
+    gguf, error = _export(adapter, config.model)
+    history = [h for h in trainer.state.log_history if "reward" in h]
+    result = RLResult(out, adapter, gguf, trainer.state.global_step, time.monotonic() - t0,
+                      history[0]["reward"] if history else None, history[-1]["reward"] if history else None,
+                      Path(last) if config.resume and last else None, error, trainer.state.log_history)
+    write_atomic(out / "metrics.json", json.dumps({k: (str(v) if isinstance(v, Path) else v)
+                                                   for k, v in asdict(result).items() if k != "log_history"},
+                                                  indent=2) + "\n")
+    return result
+
+
+def _export(adapter: Path, model: str) -> tuple[Path | None, str | None]:
+    """The adapter as a GGUF LoRA for llama.cpp, against the GGUF the model came from."""
+    from lwm.errors import LwmError
+    from lwm.train.export import export_lora_gguf
+
+    base = None
+    if model == "embedded-warmup":
+        from lwm.models.embedded import embedded_gguf_path, merged_gguf, warmup_adapter_path
+
+        base = merged_gguf(embedded_gguf_path(), warmup_adapter_path())
+    try:
+        return export_lora_gguf(adapter, adapter.parent / "adapter.gguf", base=str(base) if base else None).path, None
+    except (LwmError, OSError, ValueError) as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def policy_for(out: Path) -> tuple[str, str | None]:
+    """``(policy, adapter)`` for ``lwm agent eval`` of a trained run: the GGUF the adapter
+    applies to and ``adapter.gguf``.
+
+    Raises:
+        DataNotFoundError: the run has no exported adapter.
+    """
+    out = Path(out)
+    gguf = out / "adapter.gguf"
+    if not gguf.is_file():
+        raise DataNotFoundError(f"{out} has no adapter.gguf (the export failed or the run is unfinished)")
+    settings = read_json(out / RUN_FILE).get("settings", {})
+    if settings.get("model") == "embedded-warmup":
+        from lwm.models.embedded import embedded_gguf_path, merged_gguf, warmup_adapter_path
+
+        return str(merged_gguf(embedded_gguf_path(), warmup_adapter_path())), str(gguf)
+    return "embedded", str(gguf)
+
+
+__all__ = ["AgentRollout", "RLConfig", "RLResult", "agent_tasks", "fidelity_dataset", "policy_for", "train_rl"]
