@@ -79,6 +79,9 @@ class SimEnv:
         memo: a mapping shared by environments (a GRPO group, a rollout) in which each
             prediction is kept by its situation (system prompt, history, action, model,
             sampling): the same situation gets the same observation and costs one model call.
+        show_task: show the world model the agent's instruction (AgentWorldBench rows carry
+            it); a world model that knows the goal may bend observations toward it, so RL
+            in the simulator can hide it.
         real_start: start episodes from the real environment's initial observation and
             system prompt for the task (read once per task by a real reset, cached in
             ``$LWM_HOME/starts.sqlite``; no real step is taken), instead of asking the
@@ -98,7 +101,8 @@ class SimEnv:
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
                  judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
-                 memo: MutableMapping[str, dict] | None = None, real_start: bool = False) -> None:
+                 memo: MutableMapping[str, dict] | None = None, real_start: bool = False,
+                 show_task: bool = True) -> None:
         if reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
         self.spec = domains.get(domain)
@@ -115,6 +119,7 @@ class SimEnv:
         self.reward = reward
         self.memo = memo
         self.real_start = real_start
+        self.show_task = show_task
         self._system_prompt = system_prompt
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
@@ -222,7 +227,8 @@ class SimEnv:
         traj = self._require()
         placeholder = Provenance(kind="simulated", source=self.model.name)
         pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=len(traj.turns) + 1, action=action,
-                                                                      observation="", provenance=placeholder)]})
+                                                                      observation="", provenance=placeholder)],
+                                          "task": traj.task if self.show_task else ""})
         key = None
         if self.memo is not None:
             key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
