@@ -279,7 +279,7 @@ def agent_eval(
     split: str = option(AgentEvalConfig, "split"),
     tasks: int = option(AgentEvalConfig, "tasks", min=1),
     seed: int = option(AgentEvalConfig, "seed"),
-    policy: str = option(AgentEvalConfig, "policy"),
+    policy: str = option(AgentEvalConfig, "policy", help_suffix="Or a run directory of lwm train rl."),
     policy_base_url: str | None = option(AgentEvalConfig, "policy_base_url"),
     policy_adapter: Path | None = option(AgentEvalConfig, "policy_adapter", default=None),
     temperature: float = option(AgentEvalConfig, "temperature", min=0.0),
@@ -302,6 +302,11 @@ def agent_eval(
 
     out = out or run_dir("agent")
     world = _default_model(model, base_url, api_key) if backend == "sim" else AgentEvalConfig.world_model
+    if Path(policy).is_dir():  # a run of `lwm train rl`: its base model and exported adapter
+        from lwm.train.rl import policy_for
+
+        policy, trained = call(policy_for, Path(policy))
+        policy_adapter = policy_adapter or Path(trained)
     config = AgentEvalConfig(out=out, domains=tuple(domain), split=split, tasks=tasks, seed=seed, policy=policy,
                              policy_base_url=policy_base_url,
                              policy_adapter=str(policy_adapter) if policy_adapter else None,

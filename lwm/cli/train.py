@@ -10,9 +10,11 @@ import typer
 
 from lwm.cli.common import call, note, option
 from lwm.train.export import export_lora_gguf
+from lwm.train.rl import RLConfig
 from lwm.train.sft import TrainConfig
 
-train_app = typer.Typer(help="Train a world model: warm-up SFT (TRL + PEFT LoRA) and export to llama.cpp.",
+train_app = typer.Typer(help="Train: warm-up SFT of a world model (TRL + PEFT LoRA), GRPO of an agent inside the "
+                        "world model (or of the world model for fidelity), export to llama.cpp.",
                         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                         rich_markup_mode=None)
 
@@ -74,6 +76,62 @@ def sft(
     note(f"{res.steps} steps on {res.train_examples} examples: train loss {res.train_loss:.4f}{evals}; "
          f"{res.train_tokens} tokens in {res.seconds:.0f}s ({res.tokens_per_second:.0f} tokens/s)")
     note(f"wrote {res.output_dir} and {out}/metrics.json")
+    from lwm.cli import _html_report
+
+    _html_report(out)
+
+
+@train_app.command("rl")
+def rl(
+    out: Path = option(RLConfig, "out"),
+    objective: str = option(RLConfig, "objective"),
+    model: str = option(RLConfig, "model"),
+    domain: list[str] = option(RLConfig, "domains", "--domain", default=["terminal"],
+                               help_suffix="Repeat the flag for several. Default: terminal."),
+    tasks: int = option(RLConfig, "tasks", min=1),
+    max_task_steps: int = option(RLConfig, "max_task_steps", min=1),
+    backend: str = option(RLConfig, "backend"),
+    world_model: str = option(RLConfig, "world_model"),
+    base_url: str | None = option(RLConfig, "base_url"),
+    reward: str = option(RLConfig, "reward"),
+    cache: Path | None = option(RLConfig, "cache"),
+    max_turns: int = option(RLConfig, "max_turns", min=1),
+    data: Path | None = option(RLConfig, "data"),
+    format_weight: float = option(RLConfig, "format_weight", min=0.0),
+    num_generations: int = option(RLConfig, "num_generations", min=2),
+    prompts_per_step: int = option(RLConfig, "prompts_per_step", min=1),
+    max_steps: int = option(RLConfig, "max_steps", min=1),
+    max_new_tokens: int = option(RLConfig, "max_new_tokens", min=1),
+    temperature: float = option(RLConfig, "temperature", min=0.0),
+    lr: float = option(RLConfig, "lr", min=0.0),
+    lora_r: int = option(RLConfig, "lora_r", min=1),
+    beta: float = option(RLConfig, "beta", min=0.0),
+    save_steps: int = option(RLConfig, "save_steps", min=1),
+    seed: int = option(RLConfig, "seed"),
+    resume: bool = option(RLConfig, "resume"),
+    progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
+) -> None:
+    """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
+    real environment), or the world model learns fidelity; checkpoints, resume, GGUF export."""
+    from lwm.train.rl import train_rl
+
+    def run():
+        config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
+                          max_task_steps=max_task_steps, backend=backend, world_model=world_model, base_url=base_url,
+                          reward=reward, cache=cache, max_turns=max_turns, data=data, format_weight=format_weight,
+                          num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,
+                          max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, lora_r=lora_r, beta=beta,
+                          save_steps=save_steps, seed=seed, resume=resume)
+        return train_rl(config, show_progress=progress)
+
+    res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")
+    rewards = f"mean reward {res.mean_reward_first} → {res.mean_reward_last}" if res.mean_reward_first is not None \
+        else "no reward logged"
+    note(f"{res.steps} GRPO steps in {res.seconds:.0f}s; {rewards}; wrote {res.adapter}")
+    if res.adapter_gguf:
+        note(f"for llama.cpp: {res.adapter_gguf} (lwm agent eval --policy-adapter {res.adapter_gguf})")
+    else:
+        note(f"warning: no GGUF export: {res.export_error}", "yellow")
     from lwm.cli import _html_report
 
     _html_report(out)

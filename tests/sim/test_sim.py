@@ -214,3 +214,52 @@ def test_simulation_with_the_embedded_model():
     assert last.info["completion_tokens"] <= 24
     # The reward model is the same small model: its verdict is a number in [0, 1] or, unreadable, None.
     assert env.trajectory.reward is None or 0.0 <= env.trajectory.reward <= 1.0
+
+
+def test_probe_verification_through_the_world_model_is_never_part_of_the_episode():
+    """The reward: the world model predicts what the verifier's probe would show, and the
+    verifier's own comparison decides; the probe is not a turn of the episode."""
+    answers = {"cat /app/out.txt": "42", "touch out.txt": "root@sandbox:/app#"}
+    seen = []
+
+    def world(messages):
+        seen.append(messages)
+        action = messages[-1]["content"].split('"keystrokes": "')[1].split("\\n")[0]
+        return f"<predicted_observation>{answers.get(action, '')}</predicted_observation>"
+
+    probe = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1)
+    probe.reset(Task("p", instruction="write 42 to out.txt", check=Check(keys("cat /app/out.txt\n"), "42", "equals")),
+                initial_observation="root@sandbox:/app#")
+    end = probe.step(keys("touch out.txt\n"))
+    assert end.reward == 1.0 and probe.trajectory.metadata["reward_source"] == "probe"
+    assert probe.trajectory.metadata["probe_observation"] == "42" and len(probe.trajectory.turns) == 1
+    assert "Task Instruction" in seen[-1][1]["content"]
+    hidden = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1, show_task=False,
+                    reward="probe")
+    hidden.reset(Task("q", instruction="write 7", check=Check(keys("cat /app/out.txt\n"), "7")),
+                 initial_observation="")
+    assert hidden.step(keys("touch out.txt\n")).reward == 0.0 and "Task Instruction" not in seen[-1][1]["content"]
+    no_check = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, reward="probe")
+    no_check.reset(Task("r", instruction="anything"), initial_observation="")
+    assert no_check.verify() is None and "no verifier" in no_check.trajectory.metadata["reward_error"]
+
+
+def test_a_group_shares_one_world():
+    """Environments sharing a memo: the same situation is one model call and one observation."""
+    calls = []
+
+    def world(messages):
+        calls.append(1)
+        return f"<predicted_observation>answer {len(calls)}</predicted_observation>"
+
+    memo: dict = {}
+    group = [SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, judge_rewards=False, memo=memo)
+             for _ in range(4)]
+    for env in group:
+        env.reset(Task("same"), initial_observation="root@sandbox:/app#")
+    first = [env.step(keys("ls\n")).observation for env in group]
+    assert first == ["answer 1"] * 4 and len(calls) == 1
+    assert [env.trajectory.turns[0].observation for env in group] == ["answer 1"] * 4
+    diverged = group[0].step(keys("pwd\n")).observation
+    same_again = group[1].step(keys("pwd\n"))
+    assert diverged == same_again.observation == "answer 2" and same_again.info["memo_hit"] and len(calls) == 2

@@ -1,0 +1,88 @@
+"""lwm train rl: TRL's GRPOTrainer really instantiated and stepped, on the embedded
+SmolLM2-135M, with episodes played against a world model (a stand-in server on loopback:
+the world model's quality is not what these tests are about) and real task verifiers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import needs_sandbox
+from servers import chat_stub, completion
+
+pytest.importorskip("trl")
+
+from lwm.errors import RunMismatchError  # noqa: E402
+from lwm.train.rl import AgentRollout, RLConfig, agent_tasks, train_rl  # noqa: E402
+
+SCREEN = "root@sandbox:/app# ls\nnotes.txt\nroot@sandbox:/app#"
+
+
+def world(body):
+    return completion(f"<predicted_observation>{SCREEN}</predicted_observation>")
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_grpo_steps_in_the_simulator_save_export_and_resume(tmp_path):
+    with chat_stub(world) as (url, log):
+        config = RLConfig(out=tmp_path / "rl", domains=("terminal",), tasks=2, num_generations=2, prompts_per_step=1,
+                          max_steps=1, max_new_tokens=8, max_turns=2, save_steps=1, world_model="stand-in",
+                          base_url=url)
+        res = train_rl(config, show_progress=False)
+    assert res.steps == 1 and res.adapter.is_dir() and res.adapter_gguf is not None and res.adapter_gguf.is_file()
+    episodes = [json.loads(line) for line in (tmp_path / "rl" / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 2 and len({e["task"] for e in episodes}) == 1  # one group: one task
+    assert all(e["verdict"] in (0.0, 1.0) and 0.0 <= e["format"] <= 1.0 for e in episodes)
+    assert all(o == SCREEN for e in episodes for o in e["observations"])
+    assert log, "the world model was asked"
+    metrics = json.loads((tmp_path / "rl" / "metrics.json").read_text())
+    assert metrics["steps"] == 1 and metrics["adapter_gguf"].endswith("adapter.gguf")
+    with pytest.raises(FileExistsError, match="--resume"):
+        train_rl(config, show_progress=False)
+    with pytest.raises(RunMismatchError, match="num_generations"):
+        train_rl(RLConfig(**{**config.__dict__, "num_generations": 3, "resume": True}), show_progress=False)
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_environment_tokens_are_masked_out_of_the_loss(tmp_path):
+    """The completion the trainer scores: the policy's tokens (mask 1) and, between its
+    answers, the chat template's rendering of each observation (mask 0)."""
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from lwm.train.sft import _load_base
+
+    with chat_stub(world) as (url, _):
+        config = RLConfig(out=tmp_path, domains=("terminal",), tasks=1, max_turns=3, max_new_tokens=6,
+                          world_model="stand-in", base_url=url)
+        tasks = agent_tasks(config)
+        rollout = AgentRollout(config, tasks)
+        model, tokenizer = _load_base("embedded")
+        trainer = GRPOTrainer(model=model, reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                              args=GRPOConfig(output_dir=str(tmp_path / "t"), use_cpu=True, num_generations=2,
+                                              per_device_train_batch_size=2, report_to=[]),
+                              train_dataset=__import__("datasets").Dataset.from_list(tasks),
+                              processing_class=tokenizer, peft_config=LoraConfig(r=4, target_modules="all-linear"),
+                              rollout_func=rollout)
+        out = rollout([tasks[0]["prompt"]] * 2, trainer)
+    for ids, mask in zip(out["completion_ids"], out["env_mask"]):
+        assert len(ids) == len(mask) and mask[0] == 1
+        env_text = tokenizer.decode([t for t, m in zip(ids, mask) if m == 0])
+        own_text = tokenizer.decode([t for t, m in zip(ids, mask) if m == 1])
+        assert SCREEN not in own_text
+        if 0 in mask:  # the policy acted before its last turn: the observation was shown to it
+            assert f"Observation:\n{SCREEN}" in env_text and "assistant" in env_text
+    assert set(out["env_reward"]) <= {0.0, 1.0} and len(out["format_reward"]) == 2
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="num_generations must be at least 2"):
+        RLConfig(out="x", num_generations=1)
+    with pytest.raises(ValueError, match="needs --data"):
+        RLConfig(out="x", objective="fidelity")
+    with pytest.raises(ValueError, match="unknown objective"):
+        RLConfig(out="x", objective="vibes")
+    with pytest.raises(KeyError, match="no task families for domain 'web'"):
+        agent_tasks(RLConfig(out="x", domains=("web",), backend="replay"))
