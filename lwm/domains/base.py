@@ -71,6 +71,14 @@ def _never(action: str) -> bool:
     return False
 
 
+def _same_action(probe: str) -> str:
+    return probe
+
+
+def _whole_observation(probe: str, observation: str) -> str:
+    return observation
+
+
 @dataclass(frozen=True)
 class Domain:
     """Everything ``lwm`` knows about one domain.
@@ -99,6 +107,12 @@ class Domain:
         suite: ``suite()`` returns the domain's suite module (``suite.py``: ``SCRIPTS``, its
             scripted episodes, and ``EXTENDED``, the names of those beyond the core suite).
         assets: what ``lwm setup`` installs for the real environment.
+        probe_action: a task verifier's probe as an action of the domain, for a world model
+            to answer (the terminal's verifier runs a shell command beside the screen; the
+            world model predicts screens: it gets the command typed at the prompt).
+        probe_output: ``probe_output(probe, observation)``: what the real probe would print,
+            read from the world model's predicted observation of :attr:`probe_action` (the
+            terminal: the lines after the echoed command; code: stdout and the traceback).
         tasks: ``tasks()`` returns the domain's agent task families (``tasks.py``:
             ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
             the names of the families never trained on); ``None``: no task families.
@@ -120,6 +134,8 @@ class Domain:
     import_only: str | None = None
     suite: Callable[[], ModuleType] | None = None
     assets: tuple[Asset, ...] = field(default_factory=tuple)
+    probe_action: Callable[[str], str] = _same_action
+    probe_output: Callable[[str, str], str] = _whole_observation
     tasks: Callable[[], ModuleType] | None = None
 
     def __post_init__(self) -> None:

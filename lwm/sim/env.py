@@ -266,9 +266,10 @@ class SimEnv:
             if check is None:
                 traj.metadata["reward_error"] = "the task has no verifier to probe"
                 return None
-            predicted = await self._predict(check.probe)
-            traj.reward = 1.0 if check.passes(predicted["observation"]) else 0.0
-            traj.metadata.update({"reward_source": "probe", "probe_observation": predicted["observation"]})
+            predicted = await self._predict(self.spec.probe_action(check.probe))
+            seen = self.spec.probe_output(check.probe, predicted["observation"])
+            traj.reward = 1.0 if check.passes(seen) else 0.0
+            traj.metadata.update({"reward_source": "probe", "probe_observation": seen})
             return traj.reward
         if not traj.task:
             return None

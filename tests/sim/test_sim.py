@@ -217,18 +217,20 @@ def test_simulation_with_the_embedded_model():
 
 
 def test_probe_verification_through_the_world_model_is_never_part_of_the_episode():
-    """The reward: the world model predicts what the verifier's probe would show, and the
-    verifier's own comparison decides; the probe is not a turn of the episode."""
-    answers = {"cat /app/out.txt": "42", "touch out.txt": "root@sandbox:/app#"}
+    """The reward: the world model predicts the screen after the verifier's probe command,
+    the command's output is read off it, and the verifier's own comparison decides; the
+    probe is not a turn of the episode."""
     seen = []
 
     def world(messages):
         seen.append(messages)
-        action = messages[-1]["content"].split('"keystrokes": "')[1].split("\\n")[0]
-        return f"<predicted_observation>{answers.get(action, '')}</predicted_observation>"
+        command = messages[-1]["content"].split('"keystrokes": "')[1].split("\\n")[0]
+        output = "42\n" if command == "cat /app/out.txt" else ""
+        return (f"<predicted_observation>root@sandbox:/app# {command}\n{output}root@sandbox:/app# "
+                "</predicted_observation>")
 
     probe = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1)
-    probe.reset(Task("p", instruction="write 42 to out.txt", check=Check(keys("cat /app/out.txt\n"), "42", "equals")),
+    probe.reset(Task("p", instruction="write 42 to out.txt", check=Check("cat /app/out.txt", "42", "equals")),
                 initial_observation="root@sandbox:/app#")
     end = probe.step(keys("touch out.txt\n"))
     assert end.reward == 1.0 and probe.trajectory.metadata["reward_source"] == "probe"
@@ -236,8 +238,7 @@ def test_probe_verification_through_the_world_model_is_never_part_of_the_episode
     assert "Task Instruction" in seen[-1][1]["content"]
     hidden = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1, show_task=False,
                     reward="probe")
-    hidden.reset(Task("q", instruction="write 7", check=Check(keys("cat /app/out.txt\n"), "7")),
-                 initial_observation="")
+    hidden.reset(Task("q", instruction="write 7", check=Check("cat /app/out.txt", "7")), initial_observation="")
     assert hidden.step(keys("touch out.txt\n")).reward == 0.0 and "Task Instruction" not in seen[-1][1]["content"]
     no_check = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, reward="probe")
     no_check.reset(Task("r", instruction="anything"), initial_observation="")

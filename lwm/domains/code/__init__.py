@@ -44,6 +44,7 @@ DOMAIN = Domain(
                    "exactly the asked values at the end; a traceback after a cell means the cell's work stopped "
                    'there.'),
     trivial_observation=spec.trivial_observation,
+    probe_output=spec.probe_output,
     environment=_environment,
     suite=_suite,
     tasks=_tasks,

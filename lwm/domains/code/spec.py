@@ -167,6 +167,21 @@ def exit_description(code: int | None) -> str:
 _ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+>")
 
 
+def probe_output(probe: str, observation: str) -> str:
+    """What a verifier's cell printed (stdout, then the traceback), read off the observation
+    a world model predicted for it (the real probe returns them without headers).
+
+    >>> probe_output("print(x)", "[stdout]\\n42\\n[error]\\nTraceback …")
+    '42\\nTraceback …'
+    """
+    blocks = {}
+    for m in re.finditer(r"^\[(stdout|stderr|error)\]\n(.*?)(?=^\[(?:stdout|stderr|error)\]\n|^Out\[\d+\]: |\Z)",
+                         observation, re.S | re.M):
+        blocks[m.group(1)] = m.group(2).rstrip("\n")
+    out = blocks.get("stdout", "")
+    return "\n".join(x for x in (out, blocks.get("error", "")) if x)
+
+
 def compiles(text: str) -> bool:
     """Whether an agent's cell is Python that compiles: the format it is asked for."""
     try:

@@ -45,6 +45,8 @@ DOMAIN = Domain(
                    'not its result; an error message after it means it failed).'),
     ends_episode=spec.ends_episode,
     trivial_observation=spec.trivial_observation,
+    probe_action=spec.probe_keys,
+    probe_output=spec.command_output,
     environment=_environment,
     suite=_suite,
     tasks=_tasks,

@@ -137,6 +137,36 @@ def one_command(text: str) -> bool:
     return bool(stripped) and ("\n" not in stripped or stripped.startswith("["))
 
 
+def probe_keys(command: str) -> str:
+    """A verifier's shell command typed at the prompt (for a world model that predicts screens)."""
+    return keys(command.rstrip("\n") + "\n", duration=1.0)
+
+
+def command_output(command: str, screen: str) -> str:
+    """What ``command`` printed, read off a screen on which it was typed: the lines after
+    its echo (which may wrap over several lines) up to the next prompt; the whole screen
+    when the echo is not found.
+
+    >>> command_output("cat a.txt", "root@box:/app# ls\\nx\\nroot@box:/app# cat a.txt\\n42\\nroot@box:/app# ")
+    '42'
+    """
+    flat, where = "", []  # the screen without its line breaks, and where each character was
+    for i, ch in enumerate(screen):
+        if ch != "\n":
+            flat += ch
+            where.append(i)
+    at = flat.rfind(command.strip())
+    if at < 0:
+        return screen
+    rest = screen[where[at + len(command.strip()) - 1] + 1:].split("\n")[1:]
+    lines = []
+    for line in rest:
+        if _PROMPT_END.search(line) and "@" in line:
+            break
+        lines.append(line)
+    return "\n".join(lines).strip("\n")
+
+
 def agent_action(text: str) -> str:
     """The terminal action for an agent's answer: the keystroke JSON when it is one, else the
     text typed as a command line with Enter, the screen read one second later.
