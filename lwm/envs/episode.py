@@ -7,6 +7,7 @@ real backend), rollouts on any backend, agent evaluation and the RL trainers' ro
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -112,6 +113,37 @@ def play_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
     finally:
         if close:
             env.close()
+    return _finished(traj, policy, t0, episode_id, metadata)
+
+
+async def aplay_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
+                        episode_id: str | None = None, verify: bool = True,
+                        metadata: dict[str, Any] | None = None) -> Trajectory:
+    """:func:`play_episode` on an event loop, for many episodes at once: an asynchronous
+    environment (``areset``/``astep``/``averify``, the simulator) and policy (``aact``)
+    are awaited; a synchronous environment plays the whole episode in a thread of its own
+    (browsers and other thread-bound clients stay on one thread)."""
+    if not hasattr(env, "astep"):
+        return await asyncio.to_thread(play_episode, env, policy, task, max_turns=max_turns, episode_id=episode_id,
+                                       verify=verify, metadata=metadata)
+    t0 = time.monotonic()
+    act = getattr(policy, "aact", None)
+    try:
+        await env.areset(task)
+        for _ in range(max_turns):
+            action = await act(task, env.trajectory) if act else policy.act(task, env.trajectory)
+            if action is None or (await env.astep(action)).done:
+                break
+        if verify:
+            await env.averify()
+        traj = env.trajectory.model_copy(deep=True)
+    finally:
+        env.close()
+    return _finished(traj, policy, t0, episode_id, metadata)
+
+
+def _finished(traj: Trajectory, policy: Policy, t0: float, episode_id: str | None,
+              metadata: dict[str, Any] | None) -> Trajectory:
     if episode_id is not None:
         traj.id = episode_id
     traj.metadata.update({**(metadata or {}), "policy": policy.name, "seconds": round(time.monotonic() - t0, 3)})

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwm.envs.base import Task
+from lwm.loop import run_sync
 from lwm.models import ModelSpec
 from lwm.schema import Trajectory
 from lwm.sim.env import SimEnv
-from lwm.sim.loop import run_sync
 
 
 @dataclass(frozen=True)

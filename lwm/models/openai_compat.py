@@ -41,10 +41,14 @@ class OpenAIChatModel:
         max_retries: int = 4,
         context_window: int | None = None,
     ) -> None:
-        from openai import AsyncOpenAI
+        import httpx
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
         self.name, self.base_url, self.context_window = model, base_url, context_window
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+        # As many connections as requests in flight (the SDK's default pool keeps 100 alive).
+        pool = httpx.Limits(max_connections=max(concurrency, 1), max_keepalive_connections=max(concurrency, 1))
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries,
+                                   http_client=DefaultAsyncHttpxClient(limits=pool, timeout=timeout))
         self._slots = asyncio.Semaphore(concurrency)
 
     async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:

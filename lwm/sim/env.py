@@ -22,12 +22,12 @@ from lwm import domains
 from lwm.envs.base import StepResult, Task
 from lwm.envs.cache import cache_key
 from lwm.errors import EnvironmentClosedError
+from lwm.loop import run_sync
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, parse_output
 from lwm.prompts import build_messages
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
-from lwm.sim.loop import run_sync
 
 RewardSource = Literal["auto", "probe", "judge"]
 REWARD_SOURCES = ("auto", "probe", "judge")

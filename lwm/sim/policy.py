@@ -32,11 +32,11 @@ from lwm.domains import Domain
 from lwm.envs.base import Task
 from lwm.envs.episode import Policy, Script, ScriptedPolicy
 from lwm.errors import ActionFormatError
+from lwm.loop import run_sync
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import split_reasoning
 from lwm.schema import Message, Trajectory
-from lwm.sim.loop import run_sync
 
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 _FIRST_BLOCK = re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL)
@@ -144,12 +144,16 @@ class ChatPolicy:
                               [t.observation for t in trajectory.turns], self.max_history_turns)
 
     def act(self, task: Task, trajectory: Trajectory) -> str | None:
+        """The next action, or ``None`` when the agent says it is done (blocking; see :meth:`aact`)."""
+        return run_sync(self.aact(task, trajectory))
+
+    async def aact(self, task: Task, trajectory: Trajectory) -> str | None:
         """The next action, or ``None`` when the agent says it is done.
 
         Raises:
             whatever the model raises.
         """
-        gen = run_sync(self.model.generate(self.messages(task, trajectory), self.sampling))
+        gen = await self.model.generate(self.messages(task, trajectory), self.sampling)
         self.said = self.said[: len(trajectory.turns)] + [gen.text.strip()]
         return read_action(self.domain, gen.text)
 

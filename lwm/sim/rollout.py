@@ -7,8 +7,11 @@ Output directory::
     manifest.json                settings, counts, mean reward, failures, timings
 
 Tasks come from the domain's bundled suite, cycled (``group_size`` episodes per task in a
-row, for group-relative RL). With ``ray=True`` every episode is a Ray task: the same code
-runs on a local Ray instance or a cluster (``ray.init(address=...)`` first).
+row, for group-relative RL). On the ``sim`` backend the episodes run on one event loop,
+``concurrency`` of them in flight (a thousand and more against one OpenAI-compatible
+server); the other backends play them on threads. With ``ray=True`` every episode is a
+Ray task: the same code runs on a local Ray instance or a cluster (``ray.init(address=...)``
+first).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
-from lwm.envs.episode import Script, play_episode
-from lwm.jobs import run_jobs
+from lwm.envs.episode import Script, aplay_episode, play_episode
+from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
+from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
@@ -122,11 +126,21 @@ class EpisodeJob:
     metadata: tuple[tuple[str, Any], ...] = ()
 
     def __call__(self) -> dict[str, Any]:
-        policy = self.policy.make(self.factory.domain, self.scripts)
-        traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns, episode_id=self.episode_id,
-                            metadata={"backend": self.factory.backend, "task_spec": self.task.to_dict(),
-                                      **dict(self.metadata)})
+        traj = play_episode(self.factory(), self._policy(), self.task, max_turns=self.max_turns,
+                            episode_id=self.episode_id, metadata=self._metadata())
         return traj.model_dump(mode="json")
+
+    async def arun(self) -> dict[str, Any]:
+        """The episode on the running event loop (see :func:`~lwm.envs.episode.aplay_episode`)."""
+        traj = await aplay_episode(self.factory(), self._policy(), self.task, max_turns=self.max_turns,
+                                   episode_id=self.episode_id, metadata=self._metadata())
+        return traj.model_dump(mode="json")
+
+    def _policy(self):
+        return self.policy.make(self.factory.domain, self.scripts)
+
+    def _metadata(self) -> dict[str, Any]:
+        return {"backend": self.factory.backend, "task_spec": self.task.to_dict(), **dict(self.metadata)}
 
 
 def _play(job: EpisodeJob) -> dict[str, Any]:
@@ -176,9 +190,13 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     check_run_settings(out / "rollout.json", settings)
     tasks = _tasks(config)
     items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
-    report = run_jobs(items, _play, journal=out / "trajectories.partial.jsonl", concurrency=config.concurrency,
-                      description=f"rollout {config.domain}/{config.backend}", progress=show_progress,
-                      executor="ray" if config.ray else "threads")
+    journal, label = out / "trajectories.partial.jsonl", f"rollout {config.domain}/{config.backend}"
+    if config.backend == "sim" and not config.ray:  # many episodes in flight on one event loop
+        report = run_sync(arun_jobs(items, EpisodeJob.arun, journal=journal, concurrency=config.concurrency,
+                                    description=label, progress=show_progress))
+    else:
+        report = run_jobs(items, _play, journal=journal, concurrency=config.concurrency, description=label,
+                          progress=show_progress, executor="ray" if config.ray else "threads")
     ordered = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in tasks])]
     write_trajectories(out / "trajectories.jsonl", ordered)
     rewards = [t.reward for t in ordered if t.reward is not None]
