@@ -109,6 +109,7 @@ def rl(
     save_steps: int = option(RLConfig, "save_steps", min=1),
     seed: int = option(RLConfig, "seed"),
     resume: bool = option(RLConfig, "resume"),
+    vllm_server_base_url: str | None = option(RLConfig, "vllm_server_base_url"),
     progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
 ) -> None:
     """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
@@ -121,7 +122,8 @@ def rl(
                           reward=reward, cache=cache, max_turns=max_turns, data=data, format_weight=format_weight,
                           num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,
                           max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, lora_r=lora_r, beta=beta,
-                          save_steps=save_steps, seed=seed, resume=resume)
+                          save_steps=save_steps, seed=seed, resume=resume,
+                          vllm_server_base_url=vllm_server_base_url)
         return train_rl(config, show_progress=progress)
 
     res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")

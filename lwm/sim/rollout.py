@@ -161,7 +161,8 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
     """The environments a rollout plays in (checked here, once)."""
     model = None
     if config.backend in ("sim", "hybrid") or (config.backend == "replay" and config.world_model != "real"):
-        model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key)
+        model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
+                          concurrency=max(16, config.concurrency))  # a request in flight per episode
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,

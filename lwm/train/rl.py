@@ -88,6 +88,8 @@ class RLConfig:
         save_steps: checkpoint every N steps (and at the end).
         seed: seed of the task set, the data order, LoRA initialization and sampling.
         resume: continue from the last checkpoint in ``out``.
+        vllm_server_base_url: ``fidelity`` on GPUs: generate with TRL's vLLM server
+            (``trl vllm-serve --model …``) at this URL instead of in-process.
     """
 
     out: Path
@@ -115,6 +117,7 @@ class RLConfig:
     save_steps: int = 25
     seed: int = 0
     resume: bool = False
+    vllm_server_base_url: str | None = None
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -126,6 +129,9 @@ class RLConfig:
                      "save_steps", "lora_r"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.vllm_server_base_url and self.objective == "agent":
+            raise ValueError("the agent objective generates in-process between environment steps; vLLM generation "
+                             "serves the fidelity objective")
         if self.num_generations < 2:
             raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
 
@@ -133,7 +139,7 @@ class RLConfig:
         """What a resume must keep (everything but the run's length and its resume flag)."""
         d = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
              for k, v in asdict(self).items()}
-        for k in ("out", "max_steps", "resume", "save_steps"):
+        for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url"):
             d.pop(k)
         return d
 
@@ -467,8 +473,10 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         max_completion_length=config.max_new_tokens + (1024 * config.max_turns if config.objective == "agent" else 0),
         temperature=config.temperature, beta=config.beta, reward_weights=weights, logging_steps=1,
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, use_cpu=not torch.cuda.is_available(),
-        report_to=[], disable_tqdm=not show_progress, bf16=False, remove_unused_columns=False,
-        log_completions=False)
+        report_to=[], disable_tqdm=not show_progress, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        remove_unused_columns=False, log_completions=False,
+        **({"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": config.vllm_server_base_url}
+           if config.vllm_server_base_url else {}))
     peft = LoraConfig(r=config.lora_r, lora_alpha=2 * config.lora_r, lora_dropout=0.0, target_modules="all-linear",
                       task_type="CAUSAL_LM")
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
