@@ -27,7 +27,9 @@ dequantized; ``embedded-warmup``: the same with the shipped world-model warm-up 
 the seed's "warm-up as the policy's starting point"; or a Hugging Face folder), save
 checkpoints (``--resume`` continues), and write ``adapter/`` and ``adapter.gguf`` (for
 llama.cpp: ``lwm agent eval --policy <base> --policy-adapter out/adapter.gguf``).
-``episodes.jsonl`` records every training episode (agent objective).
+``episodes.jsonl`` records every training episode (agent objective) and ``rollouts.jsonl``
+the seconds each step's rollouts spent generating, in the environment and on the verdict
+(the rest of a step, in ``trainer_state.json``'s ``step_time``, is the update).
 
 On GPUs the same command runs under ``accelerate launch -m lwm.cli train rl …``; with
 ``--vllm-server-base-url`` TRL's vLLM server generates (``trl vllm-serve``,
@@ -249,6 +251,8 @@ class AgentRollout:
         tokenizer = trainer.processing_class
         memos: dict[str, dict] = {}  # one world per group: the same situation, the same observation
         episodes = []
+        clock = {"generation": 0.0, "environment": 0.0, "reward": 0.0}
+        t = time.monotonic()
         for messages in prompts:
             key = json.dumps(messages, sort_keys=True)
             domain, task = self.by_prompt[key]
@@ -263,11 +267,15 @@ class AgentRollout:
                              "prompt_ids": ids, "completion": [], "mask": [], "said": [], "observations": [],
                              "formats": [], "active": True})
         eos = tokenizer.eos_token_id
+        clock["environment"] += time.monotonic() - t
         for turn in range(self.config.max_turns):
             active = [e for e in episodes if e["active"]]
             if not active:
                 break
+            t = time.monotonic()
             texts = self._generate(trainer, tokenizer, active, torch, unwrap_model_for_generation)
+            clock["generation"] += time.monotonic() - t
+            t = time.monotonic()
             for e, (gen_ids, text) in zip(active, texts):
                 e["completion"] += gen_ids
                 e["mask"] += [1] * len(gen_ids)
@@ -286,6 +294,8 @@ class AgentRollout:
                 env_ids = self._observation_tokens(tokenizer, e, text, ended=bool(gen_ids) and gen_ids[-1] == eos)
                 e["completion"] += env_ids
                 e["mask"] += [0] * len(env_ids)
+            clock["environment"] += time.monotonic() - t
+        t = time.monotonic()
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [], "env_reward": [],
                "format_reward": []}
         for e in episodes:
@@ -303,7 +313,12 @@ class AgentRollout:
             out["env_mask"].append(e["mask"])
             out["env_reward"].append(reward)
             out["format_reward"].append(fmt)
+        clock["reward"] = time.monotonic() - t
         self.calls += 1
+        if self.log is not None and trainer.is_world_process_zero():
+            with JsonlAppender(self.log.with_name("rollouts.jsonl")) as sink:
+                sink.append({"step": trainer.state.global_step, "episodes": len(episodes),
+                             **{f"{k}_seconds": round(v, 3) for k, v in clock.items()}})
         return out
 
     def _generate(self, trainer, tokenizer, active, torch, unwrap) -> list[tuple[list[int], str]]:
