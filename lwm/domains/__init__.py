@@ -20,17 +20,32 @@ from __future__ import annotations
 import importlib
 import subprocess
 import threading
+from dataclasses import dataclass
 
 from lwm.domains.base import AgentTool, Asset, Domain
 from lwm.errors import AssetMissingError, UnknownDomainError
 
-__all__ = ["AgentTool", "Asset", "Domain", "BUILTIN", "find", "get", "names", "register", "setup", "unregister"]
+__all__ = ["AgentTool", "Asset", "Domain", "Lazy", "BUILTIN", "find", "get", "names", "register", "setup", "unregister"]
 
 #: The built-in domains: real environments here, then import-only ones.
 BUILTIN = ("terminal", "fs", "mcp", "db", "code", "search", "web", "swe", "os", "android")
 
 _registry: dict[str, Domain] = {}
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A part of a domain imported only when used (``lwm --help`` stays instant, and one
+    domain's tools are not needed by another): ``Lazy("pkg.module")()`` is the module,
+    ``Lazy("pkg.module:Name")(*args)`` calls ``Name``. Picklable."""
+
+    target: str
+
+    def __call__(self, *args, **kwargs):
+        module, _, name = self.target.partition(":")
+        found = importlib.import_module(module)
+        return getattr(found, name)(*args, **kwargs) if name else found
 
 
 def get(name: str) -> Domain:

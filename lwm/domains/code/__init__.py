@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Domain
+from lwm.domains import AgentTool, Domain, Lazy, rubrics
 from lwm.domains.code import spec
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.code.env import CodeEnv
-
-    return CodeEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.code import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.code import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -45,7 +26,7 @@ DOMAIN = Domain(
                    'there.'),
     trivial_observation=spec.trivial_observation,
     probe_output=spec.probe_output,
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.code.env:CodeEnv"),
+    suite=Lazy("lwm.domains.code.suite"),
+    tasks=Lazy("lwm.domains.code.tasks"),
 )

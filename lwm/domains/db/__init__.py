@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
 from lwm.domains.db import spec
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.db.env import DbEnv
-
-    return DbEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.db import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.db import suite
-
-    return suite
 
 
 def _postgres_template(force: bool):
@@ -50,8 +31,8 @@ DOMAIN = Domain(
                    "a query's output shows them; a statement answered by an error, or a transaction left open or "
                    'rolled back, changed nothing.'),
     trivial_observation=spec.trivial_observation,
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.db.env:DbEnv"),
+    suite=Lazy("lwm.domains.db.suite"),
+    tasks=Lazy("lwm.domains.db.tasks"),
     assets=(Asset("PostgreSQL template cluster", _postgres_template),),
 )

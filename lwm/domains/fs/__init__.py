@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
 from lwm.domains.fs import spec
 from lwm.domains.mcp.spec import canonical
 from lwm.envs.assets import install_node_packages
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.fs.env import FsEnv
-
-    return FsEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.fs import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.fs import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -45,8 +26,8 @@ DOMAIN = Domain(
     reward_rubric=('Success in a filesystem: the files and directories the task asks for exist under /app with '
                    'exactly the asked content, as the tool results show; a result marked [tool error] changed '
                    'nothing.'),
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.fs.env:FsEnv"),
+    suite=Lazy("lwm.domains.fs.suite"),
+    tasks=Lazy("lwm.domains.fs.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),),
 )

@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
 from lwm.domains.mcp import spec
 from lwm.envs.assets import install_node_packages, install_sandbox_python
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.mcp.env import McpEnv
-
-    return McpEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.mcp import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.mcp import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -42,9 +23,9 @@ DOMAIN = Domain(
     rubric=rubrics.MCP,
     reward_rubric=('Success with tool servers: the records the task asks for exist with the asked values, as the '
                    "tools' results show; a result marked as an error changed nothing."),
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.mcp.env:McpEnv"),
+    suite=Lazy("lwm.domains.mcp.suite"),
+    tasks=Lazy("lwm.domains.mcp.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),
             Asset("Python packages for the sandbox", install_sandbox_python)),
 )

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Asset, Domain
+from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
 from lwm.domains.search import spec
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.search.env import SearchEnv
-
-    return SearchEnv(**options)
-
-
-def _suite():
-    from lwm.domains.search import suite
-
-    return suite
 
 
 def _index(force: bool):
@@ -41,7 +28,7 @@ DOMAIN = Domain(
     rubric=rubrics.SEARCH,
     reward_rubric=('Success in search: the answer the task asks for was found in a page the agent read '
                    '(web_extractor), not guessed.'),
-    environment=_environment,
-    suite=_suite,
+    environment=Lazy("lwm.domains.search.env:SearchEnv"),
+    suite=Lazy("lwm.domains.search.suite"),
     assets=(Asset("search index of the Python documentation", _index),),
 )

@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Domain
+from lwm.domains import AgentTool, Domain, Lazy, rubrics
 from lwm.domains.swe import spec
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.swe.env import SweEnv
-
-    return SweEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.swe import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.swe import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -41,7 +22,7 @@ DOMAIN = Domain(
     rubric=rubrics.SWE,
     reward_rubric=('Success in a repository: the asked change is in the files and the tests pass when run (the '
                    "bash tool's output says so); an edit answered by a tool error did not happen."),
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.swe.env:SweEnv"),
+    suite=Lazy("lwm.domains.swe.suite"),
+    tasks=Lazy("lwm.domains.swe.tasks"),
 )

@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Domain
+from lwm.domains import AgentTool, Domain, Lazy, rubrics
 from lwm.domains.terminal import spec
 from lwm.domains.terminal.spec import keys
 
 __all__ = ["DOMAIN", "keys"]
-
-
-def _environment(**options):
-    from lwm.domains.terminal.env import TerminalEnv
-
-    return TerminalEnv(**options)
-
-
-def _tasks():
-    from lwm.domains.terminal import tasks
-
-    return tasks
-
-
-def _suite():
-    from lwm.domains.terminal import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -47,7 +28,7 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     probe_action=spec.probe_keys,
     probe_output=spec.command_output,
-    environment=_environment,
-    suite=_suite,
-    tasks=_tasks,
+    environment=Lazy("lwm.domains.terminal.env:TerminalEnv"),
+    suite=Lazy("lwm.domains.terminal.suite"),
+    tasks=Lazy("lwm.domains.terminal.tasks"),
 )

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from lwm.domains import rubrics
-from lwm.domains.base import AgentTool, Domain
+from lwm.domains import AgentTool, Domain, Lazy, rubrics
 from lwm.domains.web import spec
 
 __all__ = ["DOMAIN"]
-
-
-def _environment(**options):
-    from lwm.domains.web.env import WebEnv
-
-    return WebEnv(**options)
-
-
-def _suite():
-    from lwm.domains.web import suite
-
-    return suite
 
 
 DOMAIN = Domain(
@@ -38,6 +25,6 @@ DOMAIN = Domain(
     reward_rubric=('Success in a browser: the page state the task asks for (a form sent, an item in the cart, an '
                    'answer given with send_msg_to_user) shows in the last accessibility trees.'),
     ends_episode=spec.ends_episode,
-    environment=_environment,
-    suite=_suite,
+    environment=Lazy("lwm.domains.web.env:WebEnv"),
+    suite=Lazy("lwm.domains.web.suite"),
 )
