@@ -1,0 +1,83 @@
+"""The job engine every resumable batch job runs on (lwm.jobs)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from lwm.errors import ModelUnavailableError, RowFormatError
+from lwm.jobs import arun_jobs, load_journal, run_jobs
+
+
+def work(n: int) -> dict:
+    if n % 3 == 2:
+        raise ConnectionError(f"item {n} failed")
+    if n == 4:
+        return {"error": "ValueError: bad item"}
+    return {"value": n * 10}
+
+
+def test_failures_are_counted_by_reason_and_retried_on_resume(tmp_path):
+    journal = tmp_path / "j.partial.jsonl"
+    items = [(f"i{n}", n) for n in range(6)]
+    first = run_jobs(items, work, journal=journal, concurrency=3, progress=None)
+    assert sorted(first.records) == ["i0", "i1", "i3"] and first.ran == 6 and first.finished == 3
+    assert first.failures_by_reason() == {"ConnectionError": 2, "ValueError": 1}
+    assert first.failed_records["i4"]["error"] == "ValueError: bad item"  # journaled, with its details
+    assert [r["value"] for r in first.ordered([i for i, _ in items])] == [0, 10, 30]
+    again = run_jobs(items, lambda n: {"value": n * 10}, journal=journal, progress=None)
+    assert again.ran == 3 and not again.failures and len(again.records) == 6  # only the failed three ran
+    assert load_journal(journal)["i4"]["value"] == 40  # the last record of an id wins
+
+
+def test_a_torn_last_line_is_redone_and_a_corrupt_one_is_named(tmp_path):
+    journal = tmp_path / "j.partial.jsonl"
+    journal.write_text(json.dumps({"id": "a", "v": 1}) + "\n" + '{"id": "b", "v"')
+    assert run_jobs([("a", 1), ("b", 2)], lambda n: {"v": n}, journal=journal, progress=None).ran == 1
+    journal.write_text(json.dumps({"id": "a"}) + "\nnot json\n" + json.dumps({"id": "b"}) + "\n")
+    with pytest.raises(RowFormatError, match=r"j.partial.jsonl:2"):
+        run_jobs([("a", 1)], lambda n: {}, journal=journal, progress=None)
+    journal.write_text(json.dumps({"v": 1}) + "\n")
+    with pytest.raises(RowFormatError, match=r":1: a record without its 'id'"):
+        run_jobs([("a", 1)], lambda n: {}, journal=journal, progress=None)
+
+
+def test_an_interruption_stops_the_job_and_keeps_what_finished(tmp_path):
+    journal = tmp_path / "j.partial.jsonl"
+
+    def interrupted(n):
+        if n == 2:
+            raise KeyboardInterrupt
+        return {"v": n}
+
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs([(str(n), n) for n in range(4)], interrupted, journal=journal, concurrency=1, progress=None)
+    assert sorted(load_journal(journal)) == ["0", "1"]
+
+
+def test_async_jobs_stop_on_a_budget_and_abort_on_a_dead_server(tmp_path):
+    async def spend(n):
+        return {"tokens": 60}
+
+    report = asyncio.run(arun_jobs([(str(n), n) for n in range(5)], spend, journal=tmp_path / "a.jsonl",
+                                   concurrency=1, progress=None,
+                                   stop=lambda r: sum(x["tokens"] for x in r.records.values()) >= 100))
+    assert (len(report.records), report.skipped, report.ran) == (2, 3, 2)
+
+    async def dead(n):
+        raise ConnectionError("refused")
+
+    def give_up(r):
+        return ModelUnavailableError("the server is down") if r.finished == 0 and len(r.failures) >= 3 else None
+
+    with pytest.raises(ModelUnavailableError, match="down"):
+        asyncio.run(arun_jobs([(str(n), n) for n in range(10)], dead, journal=tmp_path / "b.jsonl", concurrency=2,
+                              progress=None, abort=give_up))
+
+
+def test_an_unknown_executor_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="unknown executor"):
+        run_jobs([("a", 1)], work, journal=tmp_path / "j.jsonl", executor="processes", progress=None)
+    assert not (tmp_path / "j.jsonl").exists()
