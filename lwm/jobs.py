@@ -82,18 +82,24 @@ def failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:2000]
 
 
-def load_journal(path: Path, key: str = "id") -> dict[str, dict]:
+def load_journal(path: Path, key: str = "id", check: Callable[[dict], str | None] | None = None) -> dict[str, dict]:
     """The records of a journal by id, the last record of an id winning. A torn last line
     (a crash in the middle of an append) is skipped: its item is redone.
 
+    Args:
+        check: the job's test of a finished record: what is wrong with it, or ``None``.
+
     Raises:
-        RowFormatError: a line is not JSON, or a record has no string ``key``.
+        RowFormatError: a line is not JSON, a record has no string ``key``, or ``check``
+            finds it wrong (names the file and the line).
     """
     records: dict[str, dict] = {}
     if path.exists():
         for line, obj in iter_jsonl(path, skip_truncated_tail=True):
             if not isinstance(obj.get(key), str):
                 raise RowFormatError(path, line, f"a record without its {key!r} (delete the line to redo the item)")
+            if check is not None and not obj.get("error") and (problem := check(obj)):
+                raise RowFormatError(path, line, problem)
             records[obj[key]] = obj
     return records
 
@@ -101,10 +107,11 @@ def load_journal(path: Path, key: str = "id") -> dict[str, dict]:
 class _Run:
     """The bookkeeping shared by the three executors."""
 
-    def __init__(self, items: Sequence[Item], journal: Path, key: str, description: str | None) -> None:
+    def __init__(self, items: Sequence[Item], journal: Path, key: str, description: str | None,
+                 check: Callable[[dict], str | None] | None = None) -> None:
         self.journal, self.key = Path(journal), key
         self.t0 = time.monotonic()
-        self.report = JobReport(records=load_journal(self.journal, key))
+        self.report = JobReport(records=load_journal(self.journal, key, check))
         self.report.records = {k: r for k, r in self.report.records.items() if not r.get("error")}
         self.todo = [(i, x) for i, x in items if i not in self.report.records]
         self.report.ran = len(self.todo)  # skipped items are subtracted when the run is done
@@ -135,7 +142,7 @@ class _Run:
 
 def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Path, key: str = "id",
              concurrency: int = 1, description: str | None = "job", progress: bool | None = True,
-             executor: str = "threads") -> JobReport:
+             executor: str = "threads", check: Callable[[dict], str | None] | None = None) -> JobReport:
     """Run ``work(payload)`` for every ``(id, payload)`` of ``items`` not finished yet.
 
     Args:
@@ -148,6 +155,7 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
         description: the progress bar's label (``None``: no resume message either).
         progress: draw a progress bar on stderr (``None`` or ``False``: no).
         executor: ``threads`` or ``ray`` (``ray.init(address=…)`` first for a cluster).
+        check: what is wrong with a journaled record, or ``None`` (see :func:`load_journal`).
 
     Returns:
         the report (see :class:`JobReport`).
@@ -160,7 +168,7 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
     if executor not in ("threads", "ray"):
         raise ValueError(f"unknown executor {executor!r} (threads or ray)")
     source = _ray_outcomes if executor == "ray" else _thread_outcomes
-    run = _Run(items, journal, key, description)
+    run = _Run(items, journal, key, description, check)
     with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
         for item_id, outcome in source(run.todo, work, concurrency):
             run.finish(item_id, outcome, sink)
@@ -171,7 +179,8 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
 async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]], *, journal: Path,
                     key: str = "id", concurrency: int = 64, description: str | None = "job",
                     progress: bool | None = True, stop: Callable[[JobReport], bool] | None = None,
-                    abort: Callable[[JobReport], BaseException | None] | None = None) -> JobReport:
+                    abort: Callable[[JobReport], BaseException | None] | None = None,
+                    check: Callable[[dict], str | None] | None = None) -> JobReport:
     """:func:`run_jobs` for coroutine functions, on the running event loop. Items start in
     order (a local model then sees an episode's turns one after another), at most
     ``concurrency`` at once; on an exception or cancellation the unfinished ones are cancelled.
@@ -181,8 +190,9 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
             is spent) and counted in :attr:`JobReport.skipped`.
         abort: called after each failure; an exception it returns is raised at once (e.g.
             a server that failed every request so far).
+        check: as :func:`run_jobs`.
     """
-    run = _Run(items, journal, key, description)
+    run = _Run(items, journal, key, description, check)
     gate = asyncio.Semaphore(max(1, concurrency))
     halted: list[BaseException] = []  # an interruption (Ctrl-C) or an abort: start nothing more
 

@@ -212,9 +212,12 @@ def rollout(
     from lwm.sim.rollout import rollout as run_rollout
 
     out = out or run_dir("rollout")
+    if backend == "replay" and model is None:
+        model = "real"  # a cache holds real observations unless a model's are asked for
+    world = _default_model(model, base_url, api_key) if backend in ("sim", "hybrid", "replay") else \
+        RolloutConfig.world_model
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
-                           policy=policy, policy_base_url=policy_base_url,
-                           world_model=_default_model(model, base_url, api_key), base_url=base_url,
+                           policy=policy, policy_base_url=policy_base_url, world_model=world, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
                            max_turns=max_turns, reward=reward, verified_only=verified_only,
                            concurrency=concurrency, ray=ray)
@@ -292,6 +295,7 @@ def agent_eval(
     reward: str = option(AgentEvalConfig, "reward"),
     replay: bool = option(AgentEvalConfig, "replay"),
     concurrency: int = option(AgentEvalConfig, "concurrency", min=1),
+    timeout: float = option(AgentEvalConfig, "timeout", min=0.001),
     out: Path | None = option(AgentEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/agent."),
     progress: bool = PROGRESS,
 ) -> None:
@@ -302,7 +306,7 @@ def agent_eval(
 
     out = out or run_dir("agent")
     world = _default_model(model, base_url, api_key) if backend == "sim" else AgentEvalConfig.world_model
-    if Path(policy).is_dir():  # a run of `lwm train rl`: its base model and exported adapter
+    if not policy_base_url and (Path(policy) / "lwm_train.json").is_file():  # a run of `lwm train rl`
         from lwm.train.rl import policy_for
 
         policy, trained = call(policy_for, Path(policy))
@@ -312,7 +316,7 @@ def agent_eval(
                              policy_adapter=str(policy_adapter) if policy_adapter else None,
                              temperature=temperature, max_turns=max_turns, backend=backend, world_model=world,
                              base_url=base_url, api_key=api_key, reward=reward, replay=replay,
-                             concurrency=concurrency)
+                             concurrency=concurrency, timeout=timeout)
     res = call(run_agent_eval, config, show_progress=progress, resume=out)
     Console().print(to_markdown(res.summary), markup=False, highlight=False)
     if res.failed:

@@ -29,7 +29,8 @@ def sft(
     lora_alpha: float | None = option(TrainConfig, "lora_alpha", min=0.0),
     lora_dropout: float = option(TrainConfig, "lora_dropout", min=0.0, max=0.99),
     target_modules: str = option(TrainConfig, "target_modules", default=",".join(TrainConfig.target_modules),
-                                 help_suffix="Comma-separated."),
+                                 show_default=False, help_suffix="Comma-separated; default: every projection "
+                                 "of a Llama/Qwen block (q, k, v, o, gate, up, down)."),
     epochs: float = option(TrainConfig, "epochs", min=0.0),
     max_steps: int | None = option(TrainConfig, "max_steps", min=1),
     lr: float | None = option(TrainConfig, "lr", min=0.0),
@@ -91,8 +92,10 @@ def rl(
     tasks: int = option(RLConfig, "tasks", min=1),
     max_task_steps: int = option(RLConfig, "max_task_steps", min=1),
     backend: str = option(RLConfig, "backend"),
-    world_model: str = option(RLConfig, "world_model"),
+    world_model: str | None = option(RLConfig, "world_model", default=None, help_suffix=(
+        "Default: the first model --base-url serves, else embedded-warmup.")),
     base_url: str | None = option(RLConfig, "base_url"),
+    api_key: str = option(RLConfig, "api_key", envvar="LWM_API_KEY"),
     reward: str = option(RLConfig, "reward"),
     cache: Path | None = option(RLConfig, "cache"),
     max_turns: int = option(RLConfig, "max_turns", min=1),
@@ -114,11 +117,15 @@ def rl(
 ) -> None:
     """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
     real environment), or the world model learns fidelity; checkpoints, resume, GGUF export."""
+    from lwm.cli import _default_model
     from lwm.train.rl import train_rl
 
     def run():
+        world = _default_model(world_model, base_url, api_key) if backend in ("sim", "hybrid") else \
+            RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
-                          max_task_steps=max_task_steps, backend=backend, world_model=world_model, base_url=base_url,
+                          max_task_steps=max_task_steps, backend=backend, world_model=world, base_url=base_url,
+                          api_key=api_key,
                           reward=reward, cache=cache, max_turns=max_turns, data=data, format_weight=format_weight,
                           num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,
                           max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, lora_r=lora_r, beta=beta,

@@ -591,8 +591,8 @@ class BuildConfig:
     """Settings of ``lwm data build``.
 
     Attributes:
-        sources: trajectory files, AgentWorldBench rows files, or directories of them
-            (see :func:`source_files`).
+        sources: where the trajectories are: directories written by ``lwm collect`` (their
+            ``trajectories.jsonl``), trajectory files, or AgentWorldBench rows files.
         out: output directory.
         max_tokens: budget per example (prompt + completion, chat template included).
         tokenizer: ``"embedded"`` or a Hugging Face tokenizer directory.

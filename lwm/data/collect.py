@@ -108,9 +108,9 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
         RowFormatError: the journal of an earlier run is corrupt.
     """
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     spec = domains.get(config.domain)
-    scripts = spec.scripts(config.extended)[: config.episodes]
+    scripts = spec.scripts(config.extended)[: config.episodes]  # an unknown domain fails before --out is made
+    out.mkdir(parents=True, exist_ok=True)
     if config.names is not None:
         scripts = [s for s in scripts if s.task.name in config.names]
     items = [(f"{config.domain}/{s.task.name}/run{run}", (s, run)) for s in scripts for run in range(config.runs)]

@@ -11,8 +11,9 @@ Traceback (most recent call last):
 lwm.errors.UnknownDomainError: unknown domain 'nope' (known: terminal, fs, mcp, db, code, search, web, swe, ...)
 
 Built-in domains live in ``lwm/domains/<name>/`` and are imported on first use (their
-``__init__`` defines ``DOMAIN``); others are added with :func:`register`
-(docs/adding-a-domain.md).
+``__init__`` defines ``DOMAIN``). Others are added with :func:`register`, or by an
+installed package through the ``lwm.domains`` entry-point group (``name = "pkg.module:DOMAIN"``),
+which every process, the CLI included, finds on first use (docs/adding-a-domain.md).
 """
 
 from __future__ import annotations
@@ -57,11 +58,22 @@ def get(name: str) -> Domain:
     with _lock:
         if name in _registry:
             return _registry[name]
-    if name not in BUILTIN:
+    if name in BUILTIN:
+        domain = importlib.import_module(f"lwm.domains.{name}").DOMAIN
+    elif (entry := _entry_points().get(name)) is not None:
+        domain = entry.load()
+        if not isinstance(domain, Domain) or domain.name != name:
+            raise UnknownDomainError(str(name), names())
+    else:
         raise UnknownDomainError(str(name), names())
-    domain = importlib.import_module(f"lwm.domains.{name}").DOMAIN
     with _lock:
         return _registry.setdefault(name, domain)
+
+
+def _entry_points() -> dict:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group="lwm.domains")}
 
 
 def find(name: str) -> Domain | None:
@@ -97,8 +109,9 @@ def names(*, runnable: bool | None = None) -> tuple[str, ...]:
     """The known domain names, built-in first; ``runnable=True`` keeps those with a real
     environment here, ``False`` the import-only ones (both load every spec)."""
     with _lock:
-        extra = tuple(n for n in _registry if n not in BUILTIN)
-    every = BUILTIN + extra
+        extra = [n for n in _registry if n not in BUILTIN]
+    extra += [n for n in _entry_points() if n not in BUILTIN and n not in extra]
+    every = BUILTIN + tuple(extra)
     return every if runnable is None else tuple(n for n in every if get(n).runnable == runnable)
 
 

@@ -9,6 +9,7 @@ suite) are imported only when used, through the small functions the spec holds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lwm.errors import NoRealEnvironmentError
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 if TYPE_CHECKING:
     from lwm.envs.base import RealEnvironment
@@ -139,10 +142,19 @@ class Domain:
     tasks: Callable[[], ModuleType] | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(f"a domain's name is lower-case letters, digits and _ (it names files and ids), "
+                             f"not {self.name!r}")
         if (self.environment is None) == (self.import_only is None):
             raise ValueError(f"domain {self.name!r}: give exactly one of environment and import_only")
         if not self.tool.name.isidentifier():
             raise ValueError(f"domain {self.name!r}: tool name {self.tool.name!r} is not an identifier")
+        for part in ("system_prompt", "parse_action", "ends_episode", "probe_action", "probe_output",
+                     "trivial_observation", "canonical", "environment", "suite", "tasks"):
+            value = getattr(self, part)
+            if value is not None and not callable(value):
+                raise ValueError(f"domain {self.name!r}: {part} must be callable, not {type(value).__name__} "
+                                 f"(e.g. system_prompt=lambda **settings: PROMPT)")
 
     @property
     def runnable(self) -> bool:
@@ -167,7 +179,7 @@ class Domain:
             NoRealEnvironmentError: the domain has no suite (import only).
         """
         if self.suite is None:
-            raise NoRealEnvironmentError(f"no bundled suite for domain {self.name!r} ({self.import_only}; "
-                                         "use `lwm import`)")
+            why = f" ({self.import_only}; use `lwm import`)" if self.import_only else ""
+            raise NoRealEnvironmentError(f"no bundled suite for domain {self.name!r}{why}")
         suite = self.suite()
         return [s for s in suite.SCRIPTS if extended or s.task.name not in suite.EXTENDED]

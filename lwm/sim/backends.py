@@ -242,6 +242,9 @@ class EnvFactory:
             raise ValueError(f"the {self.backend} backend needs a world model (model=load_model('embedded-warmup'))")
         if self.backend in ("replay", "hybrid") and self.cache is None:
             raise ValueError(f"the {self.backend} backend needs a cache")
+        if self.controls and self.backend not in ("sim", "hybrid"):
+            raise ValueError(f"simulation controls change what a world model writes; the {self.backend} backend has "
+                             "none to control")
         if self.route not in ROUTES:
             raise ValueError(f"unknown route {self.route!r} ({' or '.join(ROUTES)})")
         if self.backend == "real" or (self.backend == "hybrid" and self.route == "real-first"):

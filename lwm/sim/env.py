@@ -165,6 +165,7 @@ class SimEnv:
         if first is None:
             first, origin = await self._generate_initial(system_prompt, task), "generated"
         self.task = task
+        self.parse_issues = {}
         self.trajectory = Trajectory(
             id=f"{self.domain}/{task.name}/sim", domain=self.domain, task=task.instruction,
             system_prompt=system_prompt, initial_observation=str(first),
@@ -208,6 +209,8 @@ class SimEnv:
         predicted = await self._predict(action)
         for issue in predicted["parse_issues"]:
             self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
+        if predicted["parse_issues"]:
+            traj.metadata["parse_issues"] = dict(self.parse_issues)
         index = len(traj.turns) + 1
         traj.turns.append(Turn(index=index, action=action, observation=predicted["observation"], provenance=prov))
         ended = self.spec.ends_episode(action)
@@ -268,8 +271,13 @@ class SimEnv:
                 return None
             predicted = await self._predict(self.spec.probe_action(check.probe))
             seen = self.spec.probe_output(check.probe, predicted["observation"])
+            traj.metadata.update({"reward_source": "probe", "probe_observation": seen,
+                                  "probe_parse_issues": predicted["parse_issues"]})
+            if "truncated" in predicted["parse_issues"]:  # a cut answer decides nothing: the verdict is unknown
+                traj.reward = None
+                traj.metadata["reward_error"] = "the world model's answer to the probe was cut at max_tokens"
+                return None
             traj.reward = 1.0 if check.passes(seen) else 0.0
-            traj.metadata.update({"reward_source": "probe", "probe_observation": seen})
             return traj.reward
         if not traj.task:
             return None

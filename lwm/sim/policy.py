@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lwm import domains
 from lwm.domains import Domain
@@ -133,11 +134,12 @@ class ChatPolicy:
         self.sampling = sampling
         self.max_history_turns = max_history_turns
         self.said: list[str] = []
+        self.finish_reasons: list[str | None] = []
 
     def messages(self, task: Task, trajectory: Trajectory) -> list[Message]:
         """The agent's chat messages for its next action."""
         if not trajectory.turns:
-            self.said = []
+            self.said, self.finish_reasons = [], []
         said = self.said[: len(trajectory.turns)]
         said += [t.action for t in trajectory.turns[len(said):]]  # turns it did not write (a resumed episode)
         return agent_messages(self.domain, task, trajectory.initial_observation, said,
@@ -155,7 +157,15 @@ class ChatPolicy:
         """
         gen = await self.model.generate(self.messages(task, trajectory), self.sampling)
         self.said = self.said[: len(trajectory.turns)] + [gen.text.strip()]
+        self.finish_reasons = self.finish_reasons[: len(trajectory.turns)] + [gen.finish_reason]
         return read_action(self.domain, gen.text)
+
+    def record(self) -> dict[str, Any]:
+        """What the agent wrote in the episode, for its trajectory's metadata: its answers,
+        each answer's ``finish_reason`` (``length``: cut by ``max_tokens``), and whether each
+        was one well-formed action and nothing else."""
+        return {"agent_answers": list(self.said), "agent_finish_reasons": list(self.finish_reasons),
+                "agent_well_formed": [well_formed_answer(self.domain, a) for a in self.said]}
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,7 @@ class PolicySpec:
             export`` of a trained policy).
         temperature: the agent's sampling temperature (0: greedy).
         max_tokens: tokens per answer at most.
+        timeout: seconds per request to ``base_url``.
     """
 
     name: str = "scripted"
@@ -182,6 +193,7 @@ class PolicySpec:
     adapter: str | None = None
     temperature: float = 0.0
     max_tokens: int = 128
+    timeout: float = 600.0
 
     @property
     def label(self) -> str:
@@ -197,5 +209,6 @@ class PolicySpec:
         """
         if self.name == "scripted":
             return ScriptedPolicy(scripts or domains.get(domain).scripts(extended=True))
-        model = ModelSpec(self.name, base_url=self.base_url, api_key=self.api_key, adapter=self.adapter).load()
+        model = ModelSpec(self.name, base_url=self.base_url, api_key=self.api_key, adapter=self.adapter,
+                          timeout=self.timeout).load()
         return ChatPolicy(model, domain, SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens))

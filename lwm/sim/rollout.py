@@ -48,11 +48,14 @@ class RolloutConfig:
         policy_base_url: the agent's OpenAI-compatible endpoint.
         world_model: the world model (``sim``/``hybrid``): ``embedded-warmup`` (the
             embedded model with the shipped warm-up adapter; the base model then judges the
-            rewards of ``sim``), ``embedded`` (base) or a name served at ``base_url``.
+            rewards of ``sim``), ``embedded`` (base) or a name served at ``base_url``; for
+            ``replay``, whose recorded observations to replay: ``real`` (the default of the
+            command) or a world model's name.
         base_url: the world model's endpoint.
         api_key: key for both endpoints.
         cache: replay cache file (``replay``, ``hybrid``; ``real`` records into it).
-        route: ``hybrid`` routing rule.
+        route: ``hybrid`` routing rule: ``real-first`` (cache, then the real environment,
+            then the world model) or ``sim-only`` (cache, then the world model).
         controls: simulation control labels (e.g. ``empty``, ``error:disk full``).
         max_turns: turns per episode at most.
         reward: ``sim``: where the verdict comes from: ``probe`` (the world model predicts the
@@ -83,12 +86,21 @@ class RolloutConfig:
     ray: bool = False
 
     def settings(self) -> dict[str, Any]:
-        """What makes two runs the same run (recorded; a resume must match)."""
+        """What makes two runs the same run (recorded; a resume must match): the settings
+        the backend uses."""
         d = asdict(self)
-        d.pop("out"), d.pop("concurrency"), d.pop("ray"), d.pop("api_key")
-        d["cache"] = str(self.cache) if self.cache else None
-        d["controls"] = list(self.controls)
+        for key in ("out", "concurrency", "ray", "api_key", *_UNUSED[self.backend]):
+            d.pop(key, None)
+        if "cache" in d:
+            d["cache"] = str(self.cache) if self.cache else None
+        if "controls" in d:
+            d["controls"] = list(self.controls)
         return d
+
+
+#: Settings a backend does not use (left out of a run's record).
+_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward"),
+           "replay": ("controls", "route", "reward"), "sim": ("route", "cache"), "hybrid": ("reward",)}
 
 
 @dataclass
@@ -126,21 +138,26 @@ class EpisodeJob:
     metadata: tuple[tuple[str, Any], ...] = ()
 
     def __call__(self) -> dict[str, Any]:
-        traj = play_episode(self.factory(), self._policy(), self.task, max_turns=self.max_turns,
+        policy = self.policy.make(self.factory.domain, self.scripts)
+        traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
                             episode_id=self.episode_id, metadata=self._metadata())
-        return traj.model_dump(mode="json")
+        return self._record(traj, policy)
 
     async def arun(self) -> dict[str, Any]:
         """The episode on the running event loop (see :func:`~lwm.envs.episode.aplay_episode`)."""
-        traj = await aplay_episode(self.factory(), self._policy(), self.task, max_turns=self.max_turns,
+        policy = self.policy.make(self.factory.domain, self.scripts)
+        traj = await aplay_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
                                    episode_id=self.episode_id, metadata=self._metadata())
-        return traj.model_dump(mode="json")
-
-    def _policy(self):
-        return self.policy.make(self.factory.domain, self.scripts)
+        return self._record(traj, policy)
 
     def _metadata(self) -> dict[str, Any]:
         return {"backend": self.factory.backend, "task_spec": self.task.to_dict(), **dict(self.metadata)}
+
+    @staticmethod
+    def _record(traj, policy) -> dict[str, Any]:
+        if (record := getattr(policy, "record", None)) is not None:  # what an LLM agent wrote
+            traj.metadata.update(record())
+        return traj.model_dump(mode="json")
 
 
 def _play(job: EpisodeJob) -> dict[str, Any]:
@@ -180,6 +197,8 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
         RunMismatchError: ``out`` holds a rollout with other settings.
     """
     out = Path(config.out)
+    if config.backend not in _UNUSED:
+        raise ValueError(f"unknown backend {config.backend!r} (one of {', '.join(_UNUSED)})")
     factory = env_factory_for(config)
     # Fail before any episode starts (a missing model file, a reference predictor's name …);
     # the models are loaded once per process, so the episodes of this process share them.

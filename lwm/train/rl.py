@@ -73,6 +73,7 @@ class RLConfig:
         world_model: ``agent`` on ``sim``/``hybrid``: the world model (``embedded-warmup``,
             ``embedded``, a ``.gguf`` file, or the name served at ``base_url``).
         base_url: the world model's OpenAI-compatible endpoint.
+        api_key: bearer token for ``base_url``.
         reward: ``agent`` on ``sim``: ``probe`` (the world model predicts the verifier's
             probe), ``judge`` or ``auto``.
         cache: ``hybrid``/``replay``: the replay cache file.
@@ -103,6 +104,7 @@ class RLConfig:
     backend: str = "sim"
     world_model: str = WORLD_MODEL
     base_url: str | None = None
+    api_key: str = "EMPTY"
     reward: str = "auto"
     cache: Path | None = None
     max_turns: int = 2
@@ -136,12 +138,20 @@ class RLConfig:
                              "serves the fidelity objective")
         if self.num_generations < 2:
             raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
+        if self.objective == "agent" and self.tasks * len(self.domains) < self.prompts_per_step:
+            raise ValueError(f"{self.tasks * len(self.domains)} tasks in all cannot fill a step of "
+                             f"{self.prompts_per_step} prompts: raise --tasks or lower --prompts-per-step")
+        from lwm.sim.env import REWARD_SOURCES
+
+        if self.reward not in REWARD_SOURCES:
+            raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
+        self.domains = tuple(dict.fromkeys(self.domains))
 
     def identity(self) -> dict[str, Any]:
         """What a resume must keep (everything but the run's length and its resume flag)."""
         d = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
              for k, v in asdict(self).items()}
-        for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url"):
+        for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url", "api_key"):
             d.pop(k)
         return d
 
@@ -234,8 +244,8 @@ class AgentRollout:
                           for t in tasks}
         self.log = log
         self.calls = 0
-        world = ModelSpec(config.world_model, base_url=config.base_url) if config.backend in ("sim", "hybrid") \
-            else None
+        world = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key) \
+            if config.backend in ("sim", "hybrid") else None
         self.factories = {
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,
@@ -450,6 +460,8 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
 
     t0 = time.monotonic()
     out = config.out
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     last = get_last_checkpoint(str(out))
     if last and not config.resume:
@@ -461,10 +473,6 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         diff = {k: (recorded.get(k), v) for k, v in config.identity().items() if recorded.get(k) != v}
         if diff:
             raise RunMismatchError(out, diff)
-    else:
-        write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
-                                           "config": {**config.identity(), "max_steps": config.max_steps}},
-                                          indent=2) + "\n")
     torch.set_num_threads(max(1, torch.get_num_threads()))
     model, tokenizer = _load_base(config.model)
     rollout = None
@@ -480,6 +488,10 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     else:
         dataset = fidelity_dataset(config.data)
         reward_funcs, weights = [_fidelity_reward, _tagged_reward], [1.0, config.format_weight]
+    if not run_file.is_file():  # recorded once everything it names was found: a typo does not lock --out
+        write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
+                                           "config": {**config.identity(), "max_steps": config.max_steps}},
+                                          indent=2) + "\n")
     batch = config.prompts_per_step * config.num_generations
     args = GRPOConfig(
         output_dir=str(out), max_steps=config.max_steps, learning_rate=config.lr, lr_scheduler_type="linear",
@@ -497,6 +509,8 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=peft, rollout_func=rollout)
     trainer.train(resume_from_checkpoint=last if config.resume and last else None)
+    if trainer.state.global_step == 0:
+        raise ValueError("the trainer ran no step (the dataset gave it no batch): raise --tasks or --max-steps")
     adapter = out / "adapter"
     trainer.save_model(str(adapter))
     tokenizer.save_pretrained(adapter)

@@ -57,12 +57,13 @@ class TrainConfig:
     """Settings of one warm-up SFT run (the CLI flags of ``lwm train sft``).
 
     Attributes:
-        data: dataset directory (see the module docstring for the layout).
+        data: a dataset directory of ``lwm data build`` (train and validation splits, Parquet
+            or JSONL, conversational prompt/completion rows; docs/training.md).
         out: run directory: checkpoints ``checkpoint-N/``, the final ``adapter/`` (LoRA) or
             ``model/`` (full fine-tuning), ``lwm_train.json`` and ``metrics.json``.
         model: ``"embedded"`` (SmolLM2-135M-Instruct, dequantized from the bundled GGUF
             to float32) or a local Hugging Face model directory.
-        lora: train a LoRA adapter (True) or all weights (False).
+        lora: train a LoRA adapter on the model (else all its weights).
         lora_r: LoRA rank.
         lora_alpha: LoRA alpha (default ``2 * lora_r``); the update is scaled by alpha / r.
         lora_dropout: dropout on the LoRA input.

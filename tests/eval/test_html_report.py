@@ -233,6 +233,7 @@ def rollout_and_wm2real(tmp: Path) -> tuple[Path, Path]:
     write_trajectories(rollout / "trajectories.jsonl", trajs)
     (rollout / "manifest.json").write_text(json.dumps({"domain": "db", "backend": "sim", "episodes_done": 2,
                                                        "mean_reward": 0.5, "failed": {"db/notes/ep2": "boom"}}))
+    (rollout / "rollout.json").write_text(json.dumps({"domain": "db", "backend": "sim"}))  # what lwm rollout records
     wm2real = tmp / "wm2real"
     wm2real.mkdir()
     records = [{"id": t.id, "domain": "db", "task": "notes", "sim_reward": t.reward, "real_reward": 0.0,
