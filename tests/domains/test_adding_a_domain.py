@@ -165,3 +165,28 @@ def test_collect_eval_and_simulate_a_new_domain(kv, tmp_path):
     env.reset(Task("sim"), initial_observation="")
     assert env.step("SET x 7").observation == "OK" and env.step("GET x").observation == "7"
     assert env.trajectory.turns[1].provenance.kind == "simulated"
+
+
+def test_bad_specs_are_refused_where_they_are_made():
+    with pytest.raises(ValueError, match="lower-case letters"):
+        Domain("../escape", "", lambda: "", parse_action, "", AgentTool("t", "d"), import_only="x")
+    with pytest.raises(ValueError, match="system_prompt must be callable"):
+        Domain("kv2", "", SYSTEM_PROMPT, parse_action, "", AgentTool("t", "d"), import_only="x")
+
+
+def test_an_installed_package_registers_a_domain_by_entry_point(tmp_path, monkeypatch):
+    """What `[project.entry-points."lwm.domains"]` gives: every process (the CLI's too)
+    finds the domain on first use."""
+    from importlib.metadata import EntryPoint
+
+    (tmp_path / "kv_plugin.py").write_text(
+        "from lwm.domains import AgentTool, Domain\n"
+        "DOMAIN = Domain('kvplug', 'a plugin', lambda **s: 'P', str, 'text', AgentTool('run', 'run it'),"
+        " import_only='a test plugin')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(domains, "_entry_points",
+                        lambda: {"kvplug": EntryPoint("kvplug", "kv_plugin:DOMAIN", "lwm.domains")})
+    try:
+        assert domains.get("kvplug").description == "a plugin" and "kvplug" in domains.names()
+    finally:
+        domains.unregister("kvplug")

@@ -93,3 +93,20 @@ def test_summary_counts_unknown_verdicts_as_failures():
     s = summarize(eps, "real")
     assert s["overall"]["success"]["successes"] == 1 and s["overall"]["unknown_verdicts"] == 1
     assert json.loads(json.dumps(s))["domains"]["db"]["success"]["n"] == 3
+
+
+def test_a_damaged_journal_is_named_with_its_line(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "episodes.partial.jsonl").write_text(json.dumps({"id": "terminal/x-1", "reward": "high"}) + "\n")
+    result = runner.invoke(app, ["agent", "eval", "--policy", "oracle", "--tasks", "1", "--out", str(out),
+                                 "--no-progress"])
+    assert result.exit_code == 2 and "episodes.partial.jsonl:1: not an episode record" in result.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--policy", "scripted"], "'oracle'"),
+])
+def test_policies_that_cannot_play_task_families(tmp_path, args, message):
+    result = runner.invoke(app, ["agent", "eval", "--out", str(tmp_path), "--no-progress", *args])
+    assert result.exit_code == 2 and message in result.output

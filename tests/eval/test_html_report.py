@@ -359,3 +359,15 @@ def test_cli_report_of_real_runs(browser, tmp_path):
 
     r = lwm("report", tmp_path / "missing", "--out", tmp_path / "x.html")
     assert r.returncode == 2 and f"error: {tmp_path / 'missing'}: no such run directory" in r.stderr
+
+
+def test_damaged_runs_are_named_and_run_files_never_overwritten(tmp_path):
+    from lwm.errors import RowFormatError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text(json.dumps({"key": 5, "domain": "db"}) + "\n")
+    with pytest.raises(RowFormatError, match="run whose files lwm did not write this way"):
+        write_html_report([run], tmp_path / "r.html")
+    with pytest.raises(FileExistsError, match="not an HTML file"):
+        write_html_report([run], run / "predictions.jsonl")

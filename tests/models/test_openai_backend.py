@@ -133,3 +133,11 @@ async def test_finish_reason_and_token_counts_are_returned():
         gen = await model.generate(MESSAGES, SamplingParams())  # a server that reports no usage
         assert (gen.finish_reason, gen.prompt_tokens, gen.completion_tokens) == ("stop", None, None)
         await model.aclose()
+
+
+async def test_text_utf8_cannot_encode_is_sent_with_a_replacement_character():
+    """A lone surrogate (a \\ud800 escape in data) made every request of a row fail."""
+    with chat_stub(lambda body: completion(body["messages"][-1]["content"])) as (url, log):
+        model = load_model("stub", base_url=url)
+        gen = await model.generate([{"role": "user", "content": "a\ud800b"}], SamplingParams())
+    assert gen.text == "a\ufffdb" and log[0]["messages"][0]["content"] == "a\ufffdb"

@@ -264,3 +264,15 @@ def test_a_group_shares_one_world():
     diverged = group[0].step(keys("pwd\n")).observation
     same_again = group[1].step(keys("pwd\n"))
     assert diverged == same_again.observation == "answer 2" and same_again.info["memo_hit"] and len(calls) == 2
+
+
+def test_a_probe_answer_cut_at_max_tokens_decides_nothing():
+    from lwm.models.base import Generation
+
+    class Cut(FunctionChatModel):
+        async def generate(self, messages, sampling):
+            return Generation("<predicted_observation>root@sandbox:/app# cat /app/out.txt\n4", finish_reason="length")
+
+    env = SimEnv("terminal", Cut(lambda m: ""), system_prompt=PROMPT, judge_rewards=False)
+    env.reset(Task("p", check=Check("cat /app/out.txt", "42", "equals")), initial_observation="")
+    assert env.verify() is None and "cut at max_tokens" in env.trajectory.metadata["reward_error"]

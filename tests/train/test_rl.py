@@ -86,3 +86,10 @@ def test_bad_settings_are_refused():
         RLConfig(out="x", objective="vibes")
     with pytest.raises(KeyError, match="no task families for domain 'web'"):
         agent_tasks(RLConfig(out="x", domains=("web",), backend="replay"))
+
+
+def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
+    with pytest.raises(ValueError, match="cannot fill a step of 2 prompts"):
+        RLConfig(out="x", tasks=1)
+    with pytest.raises(ValueError, match="unknown reward source 'bogus'"):
+        RLConfig(out="x", reward="bogus")
