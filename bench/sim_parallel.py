@@ -3,10 +3,10 @@ OpenAI-compatible server answering every request after a fixed delay, with unlim
 parallelism: bench/delay_server.py) at 64, 256 and 1,024 episodes in flight, beside real
 steps per second of the same scripted episodes on this machine, in one run.
 
-The stand-in does no inference, so the simulated figure is the rollout engine's own
-ceiling (prompt building, parsing, bookkeeping on one event loop), the delay the GPU's
-latency per step; a real GPU server adds its throughput limit. The real figure is
-bounded by this machine's cores and sandboxes.
+The stand-in does no inference and runs in its own process, so the simulated figure is
+the rollout engine's own ceiling (prompt building, parsing, bookkeeping on one event loop,
+HTTP), the delay the GPU's latency per step; a real GPU server adds its throughput limit.
+The real figure is bounded by this machine's cores and sandboxes.
 
     python bench/sim_parallel.py [--delay 0.5] [--domain terminal] [--real-concurrency 8]
 """
@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import uvicorn
-from _common import free_port, machine, wait_ready
-from delay_server import create_app
+from _common import delay_server, free_port, machine, server
 
 from lwm.sim.rollout import RolloutConfig, rollout
 
@@ -46,11 +43,11 @@ def main() -> None:
     ap.add_argument("--real-concurrency", type=int, default=8)
     args = ap.parse_args()
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(args.delay), host="127.0.0.1", port=port, log_level="error",
-                                           backlog=4096, limit_concurrency=10_000))
-    threading.Thread(target=server.run, daemon=True).start()
-    url = f"http://127.0.0.1:{port}/v1"
-    wait_ready(url)
+    with server(delay_server(port, args.delay), port) as url:  # its own process, as a GPU server would be
+        table(args, url)
+
+
+def table(args: argparse.Namespace, url: str) -> None:
     print(machine())
     print(f"\n{args.domain} suite, scripted policy; stand-in delay {args.delay} s per request "
           "(each simulated step, and the probe of each verified episode, is one request)\n")
@@ -65,7 +62,6 @@ def main() -> None:
         rate = r["steps"] / r["wall"]
         print(f"| sim | {n} | {r['episodes']} | {r['steps']} | {r['failed']} | {r['wall']:.1f} | {rate:.1f} | "
               f"{n / args.delay:.0f} |  (×{rate / real_rate:.1f} real)", flush=True)
-    server.should_exit = True
 
 
 if __name__ == "__main__":

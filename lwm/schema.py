@@ -236,8 +236,10 @@ def format_response(observation: str) -> str:
     return f"{OBSERVATION_MARKER}\n{_fence(observation)}"
 
 
-def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list[BenchRow]:
-    """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4).
+def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json", last_only: bool = False) -> list[BenchRow]:
+    """One AgentWorldBench row per turn of ``traj`` (exact field semantics of DESIGN.md §4);
+    with ``last_only``, the row of the last turn alone (what a simulator asks about: one
+    row instead of all, per step).
 
     ``action_lang`` labels the fence around each action: the domain's
     (``lwm.domains.get(traj.domain).action_lang``: ``sql``, ``python`` …; ``json`` for most)."""
@@ -254,6 +256,8 @@ def rows_from_trajectory(traj: Trajectory, *, action_lang: str = "json") -> list
     responses = [format_response(t.observation) for t in traj.turns]
     rows = []
     for k, turn in enumerate(traj.turns, start=1):
+        if last_only and k < len(traj.turns):
+            continue
         prompts = items[:k]
         prompts = prompts[:-1] + [prompts[-1] + "\n\n" + TRAILING_INSTRUCTION]
         rows.append(

@@ -39,6 +39,7 @@ def test_rows_follow_agentworldbench_semantics():
     assert TRAILING_INSTRUCTION not in r.prompt[0]  # only the last item carries the instruction
     assert r.response[-1].startswith("**Environment Observation:**")
     assert observation_text(r.ground_truth) == "out 3\u2028x"
+    assert rows_from_trajectory(make_traj(3), last_only=True) == [r]  # what a simulator asks, per step
 
 
 def test_u2028_round_trip(tmp_path):

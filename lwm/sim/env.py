@@ -239,7 +239,7 @@ class SimEnv:
                             self.sampling.to_dict())
             if (hit := self.memo.get(key)) is not None:
                 return {**hit, "memo_hit": True}
-        row = rows_from_trajectory(pending, action_lang=self.spec.action_lang)[-1]
+        row = rows_from_trajectory(pending, action_lang=self.spec.action_lang, last_only=True)[-1]
         messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
