@@ -1,10 +1,12 @@
 """The OpenAI-compatible backend against real HTTP servers."""
 
+import asyncio
 import json
 
 import pytest
 from conftest import make_data
-from servers import chat_stub, completion, free_port, lwm_serve_model, vllm_style_server
+from fastapi import FastAPI, Request
+from servers import chat_stub, completion, free_port, lwm_serve_model, serve_app, vllm_style_server
 from starlette.responses import Response
 
 from lwm.errors import ModelUnavailableError
@@ -12,6 +14,7 @@ from lwm.eval.runner import EvalConfig, evaluate
 from lwm.models import load_model
 from lwm.models.base import SamplingParams
 from lwm.models.embedded import EMBEDDED_NAME
+from lwm.models.openai_compat import OpenAIChatModel
 
 MESSAGES = [{"role": "system", "content": "You simulate a Linux terminal."},
             {"role": "user", "content": "echo hi"}]
@@ -62,8 +65,7 @@ async def test_reasoning_content_and_retries_on_transient_errors(tmp_path):
 
 async def test_unreachable_endpoint_failures_are_counted(tmp_path):
     data = make_data(tmp_path, episodes=1, turns=2)
-    model = load_model("nothing", base_url=f"http://127.0.0.1:{free_port()}/v1", timeout=5)
-    model._client = model._client.with_options(max_retries=0)
+    model = OpenAIChatModel("nothing", f"http://127.0.0.1:{free_port()}/v1", timeout=5, max_retries=0)
     summary = await evaluate(EvalConfig(out=tmp_path / "run", data=data), model, show_progress=False)
     assert summary["rows"] == 2 and summary["failed"] == 2
     assert summary["errors"] == {"APIConnectionError": 2}
@@ -141,3 +143,32 @@ async def test_text_utf8_cannot_encode_is_sent_with_a_replacement_character():
         model = load_model("stub", base_url=url)
         gen = await model.generate([{"role": "user", "content": "a\ud800b"}], SamplingParams())
     assert gen.text == "a\ufffdb" and log[0]["messages"][0]["content"] == "a\ufffdb"
+
+
+async def test_requests_in_flight_reach_the_concurrency_across_connection_pools():
+    # 150 in flight needs three HTTP clients (OpenAIChatModel.SHARD connections each):
+    # the server holds every request until 150 are open at once, and never sees more.
+    open_now, most = 0, 0
+    reached = asyncio.Event()
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        nonlocal open_now, most
+        open_now += 1
+        most = max(most, open_now)
+        if open_now >= 150:
+            reached.set()
+        try:
+            await asyncio.wait_for(reached.wait(), timeout=10)
+        except TimeoutError:
+            pass
+        open_now -= 1
+        return completion("<predicted_observation>ok</predicted_observation>")
+
+    with serve_app(app) as url:
+        model = OpenAIChatModel("stub", f"{url}/v1", concurrency=150, max_retries=0)
+        assert len(model._clients) == 3
+        gens = await asyncio.gather(*(model.generate(MESSAGES, SamplingParams()) for _ in range(200)))
+        await model.aclose()
+    assert most == 150 and all("ok" in g.text for g in gens)
