@@ -4,15 +4,16 @@ For each simulated trajectory (e.g. from ``lwm rollout --backend sim``) the same
 started in the real environment and the same actions are played. Reported:
 
 * per-step divergence: fidelity of each simulated observation against the real one
-  (exact, edit similarity, line F1; :func:`lwm.metrics.fidelity`), overall and as a
-  function of depth (turn number);
+  (exact, edit similarity, line F1; :func:`lwm.metrics.fidelity` with the domain's
+  comparator, as ``lwm eval`` scores), overall and as a function of depth (turn number);
 * reward agreement: the simulated reward (the reward model's) against the real verifier's
   verdict, on tasks that have one (both read as achieved when ≥ 0.5);
 * false success: how often the simulation said the task was achieved while the real
   verifier says it was not — the failure that would teach an agent the wrong thing.
 
 Output directory: ``wm2real.jsonl`` (one record per trajectory, appended as they finish:
-a re-run resumes), ``summary.json`` and ``report.md``.
+a re-run resumes; scores per step in [0, 1]), ``summary.json`` and ``report.md`` (means
+and rates ×100, as ``lwm eval`` reports them).
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
         SandboxError: the real environment failed.
     """
     task = _task(traj)
-    env = domains.get(traj.domain).make_env()
+    spec = domains.get(traj.domain)
+    env = spec.make_env()
     steps = []
     try:
         env.reset(task)
         for turn in traj.turns:
             real = env.step(turn.action).observation
-            f = fidelity(turn.observation, real)
+            f = fidelity(turn.observation, real, canonical=spec.canonical)
             steps.append({"turn": turn.index, **f.to_dict(), "kind": turn.provenance.kind, "real_observation": real})
         real_reward = env.verify()
     finally:
@@ -79,14 +81,15 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Overall and per-depth divergence, reward agreement and false-success rate."""
+    """Overall and per-depth divergence, reward agreement and false-success rate (means
+    and rates ×100, rounded to 2 places; ``None`` where nothing was counted)."""
     steps = [s for r in records for s in r["steps"]]
     by_depth: dict[int, list[dict]] = defaultdict(list)
     for s in steps:
         by_depth[s["turn"]].append(s)
 
     def mean(xs: list[float]) -> float | None:
-        return round(sum(xs) / len(xs), 4) if xs else None
+        return round(100 * sum(xs) / len(xs), 2) if xs else None
 
     judged = [r for r in records if "agree" in r]
     return {
@@ -96,7 +99,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "edit_similarity": mean([s["edit_similarity"] for s in steps]),
         "line_f1": mean([s["line_f1"] for s in steps]),
         "by_depth": {d: {"steps": len(v), "exact": mean([s["exact"] for s in v]),
-                         "edit_similarity": mean([s["edit_similarity"] for s in v])}
+                         "edit_similarity": mean([s["edit_similarity"] for s in v]),
+                         "line_f1": mean([s["line_f1"] for s in v])}
                      for d, v in sorted(by_depth.items())},
         "with_both_rewards": len(judged),
         "reward_agreement": mean([1.0 if r["agree"] else 0.0 for r in judged]),
@@ -109,16 +113,17 @@ def to_markdown(summary: dict[str, Any]) -> str:
     lines = [
         "# Simulated vs real", "",
         f"{summary['trajectories']} trajectories, {summary['steps']} steps replayed in the real environment.", "",
-        "| metric | value |", "|---|---:|",
+        "| metric (×100) | value |", "|---|---:|",
         f"| exact | {summary['exact']} |", f"| edit similarity | {summary['edit_similarity']} |",
         f"| line F1 | {summary['line_f1']} |",
         f"| reward agreement ({summary['with_both_rewards']} episodes with both rewards) | "
         f"{summary['reward_agreement']} |",
         f"| false success rate | {summary['false_success_rate']} |", "",
-        "## Divergence by depth", "", "| turn | steps | exact | edit similarity |", "|---:|---:|---:|---:|",
+        "## Divergence by depth (×100)", "", "| turn | steps | exact | edit similarity | line F1 |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for d, v in summary["by_depth"].items():
-        lines.append(f"| {d} | {v['steps']} | {v['exact']} | {v['edit_similarity']} |")
+        lines.append(f"| {d} | {v['steps']} | {v['exact']} | {v['edit_similarity']} | {v['line_f1']} |")
     return "\n".join(lines) + "\n"
 
 
