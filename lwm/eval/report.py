@@ -1,7 +1,9 @@
 """Aggregate scored predictions into tables: per domain, per turn depth, macro and micro.
 
 Deterministic metrics are means over the rows that produced a prediction, ×100; rows
-whose generation failed are counted in ``failed``, never dropped silently. A generation
+whose generation failed are counted in ``failed``, never dropped silently. Beside them,
+``trivial_line_f1``: the line F1 of ``baseline:trivial`` (the domain's one-line rule) on
+the same rows, so that a score can be read against what no model achieves. A generation
 cut by ``max_tokens`` is scored on its draft, what a simulator would have emitted (the
 text of an unclosed observation tag; when the cut fell inside the reasoning, the last
 complete observation block written there, else nothing: see :func:`lwm.parse.parse_output`)
@@ -53,6 +55,8 @@ def _group(records: list[dict]) -> dict:
     }
     for m in METRICS:
         g[m] = _pct([r["fidelity"][m] for r in ok])
+    if any("trivial_fidelity" in r for r in ok):  # the reference beside the headline metric
+        g["trivial_line_f1"] = _pct([r["trivial_fidelity"]["line_f1"] for r in ok if "trivial_fidelity" in r])
     judged = [r["judge"] for r in records if "judge" in r]
     if judged:
         mode = judged[0]["mode"]
@@ -83,7 +87,8 @@ def summarize(records: list[dict], run_info: dict) -> dict:
         by_domain[r["domain"]].append(r)
         by_depth[_depth(r["turn_idx"])].append(r)
     domains = {d: _group(rs) for d, rs in sorted(by_domain.items())}
-    headline = [m for m in (*METRICS, "judge_score", "judge_wins") if any(m in g for g in domains.values())]
+    headline = [m for m in (*METRICS, "trivial_line_f1", "judge_score", "judge_wins")
+                if any(m in g for g in domains.values())]
     macro = {m: round(mean(vals), 2) if (vals := [g[m] for g in domains.values() if g.get(m) is not None]) else None
              for m in headline}
     micro = _group(records)
@@ -108,13 +113,14 @@ _WHEN_ANY = ("truncated_rows", "context_cut_rows")
 
 def _columns(groups: dict[str, dict]) -> list[str]:
     return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *METRICS,
-                        "judge_score", "judge_wins", "judge_failed", "judge_incomplete", "judge_truncated")
+                        "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_incomplete", "judge_truncated")
             if any(g.get(c) if c in _WHEN_ANY else c in g for g in groups.values())]
 
 
 #: Short column heads for the terminal (80 columns hold them); Markdown keeps the summary's keys.
 _HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "cut",
           "context_cut_rows": "context cut", "edit_similarity": "edit sim", "line_f1": "line F1",
+          "trivial_line_f1": "trivial",
           "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed",
           "judge_incomplete": "incomplete", "judge_truncated": "judge cut"}
 
@@ -130,12 +136,20 @@ def _table(title: str, groups: dict[str, dict], first: str) -> Table:
     return t
 
 
+def _headline(metrics: dict) -> str:
+    return " · ".join(f"{_HEADS.get(m, m)} {'—' if v is None else v}" for m, v in metrics.items())
+
+
 def print_summary(summary: dict, console: Console | None = None) -> None:
     """Print the domain and depth tables and the headline."""
     console = console or Console()
     console.print(_table("World-model fidelity by domain (metrics ×100)", summary["domains"], "domain"))
     console.print(_table("By turn depth", summary["depth"], "turn"))
-    console.print(f"[bold]macro[/bold] {summary['macro']}   [bold]micro[/bold] {summary['micro']}")
+    console.print(f"[bold]macro[/bold] {_headline(summary['macro'])}")
+    console.print(f"[bold]micro[/bold] {_headline(summary['micro'])}")
+    if summary["macro"].get("trivial_line_f1") is not None:
+        console.print(f"line F1 {summary['macro'].get('line_f1')} against {summary['macro']['trivial_line_f1']} "
+                      "for the trivial guess (baseline:trivial, column 'trivial') on the same rows")
     errors = f" {summary['errors']}" if summary["errors"] else ""
     console.print(f"rows {summary['rows']}, failed {summary['failed']}{errors}, "
                   f"parse issues {summary['parse_issues'] or 'none'}")

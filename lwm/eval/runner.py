@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm import domains
+from lwm.eval.baselines import RowBaseline
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.jobs import arun_jobs
 from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
@@ -263,7 +264,10 @@ async def judge_rows(
 
 
 def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[str, dict]) -> list[dict]:
-    """Final records in input order: prediction, deterministic fidelity, judge verdict."""
+    """Final records in input order: prediction, deterministic fidelity, the trivial
+    guess's fidelity on the same row (``baseline:trivial``, the reference a score is
+    read against; absent where the domain has no guess), judge verdict."""
+    trivial = RowBaseline("trivial")
     out = []
     for i, row in enumerate(rows):
         key = row_key(i, row)
@@ -272,7 +276,15 @@ def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[st
         if rec.get("error") is None:
             spec = domains.find(row.domain)  # rows of domains lwm does not know are compared as text
             real = observation_text(row.ground_truth)
-            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, spec and spec.canonical).to_dict()
+            canonical = spec and spec.canonical
+            rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, canonical).to_dict()
+            if spec and spec.trivial_observation:
+                try:
+                    guess = trivial.predict_row(row)
+                except ValueError:  # no readable action in the row: no reference for it
+                    guess = None
+                if guess is not None:
+                    rec["trivial_fidelity"] = fidelity(guess, real, row.volatile, canonical).to_dict()
         if key in verdicts:
             rec["judge"] = {k: v for k, v in verdicts[key].items() if k != "key"}
         out.append(rec)

@@ -124,6 +124,12 @@ async def test_baselines_through_the_runner(tmp_path):
     assert repeat["domains"]["db"]["exact"] == 50.0  # the second SELECT repeats the first table exactly
     preds = [json.loads(x) for x in (tmp_path / "trivial" / "predictions.jsonl").read_text().splitlines()]
     assert preds[1]["observation"] == f"{PROMPT} mkdir d\n{PROMPT} echo hi\n{PROMPT}"
+    # every run carries the trivial guess's score on its own rows, the reference to read it against
+    for domain in ("terminal", "db"):
+        assert repeat["domains"][domain]["trivial_line_f1"] == trivial["domains"][domain]["line_f1"]
+    assert "trivial_line_f1" not in repeat["domains"]["elsewhere"]  # no guess for a domain lwm does not know
+    assert repeat["macro"]["trivial_line_f1"] == pytest.approx(
+        (trivial["domains"]["terminal"]["line_f1"] + trivial["domains"]["db"]["line_f1"]) / 2, abs=0.01)
 
 
 def test_load_predictor_refuses_unknown_baselines_and_adapters():
