@@ -277,11 +277,12 @@ app.add_typer(agent_app, name="agent")
 
 @agent_app.command("eval")
 def agent_eval(
-    domain: list[str] = option(AgentEvalConfig, "domains", "--domain", default=["terminal"],
-                               help_suffix="Repeat the flag for several. Default: terminal."),
+    domain: list[str] = option(AgentEvalConfig, "domains", "--domain", default=[],
+                               help_suffix="Repeat the flag for several."),
     split: str = option(AgentEvalConfig, "split"),
     tasks: int = option(AgentEvalConfig, "tasks", min=1),
     seed: int = option(AgentEvalConfig, "seed"),
+    tasks_file: Path | None = option(AgentEvalConfig, "tasks_file", default=None),
     policy: str = option(AgentEvalConfig, "policy", help_suffix="Or a run directory of lwm train rl."),
     policy_base_url: str | None = option(AgentEvalConfig, "policy_base_url"),
     policy_adapter: Path | None = option(AgentEvalConfig, "policy_adapter", default=None),
@@ -311,7 +312,8 @@ def agent_eval(
 
         policy, trained = call(policy_for, Path(policy))
         policy_adapter = policy_adapter or Path(trained)
-    config = AgentEvalConfig(out=out, domains=tuple(domain), split=split, tasks=tasks, seed=seed, policy=policy,
+    config = AgentEvalConfig(out=out, domains=tuple(domain), split=split, tasks=tasks, seed=seed,
+                             tasks_file=tasks_file, policy=policy,
                              policy_base_url=policy_base_url,
                              policy_adapter=str(policy_adapter) if policy_adapter else None,
                              temperature=temperature, max_turns=max_turns, backend=backend, world_model=world,
@@ -325,6 +327,23 @@ def agent_eval(
         if not res.summary["episodes"]:
             raise typer.Exit(1)
     _html_report(out)
+
+
+@agent_app.command("tasks")
+def agent_tasks(
+    out: Path = typer.Argument(..., help="The task file to write (JSONL; read by lwm agent eval --tasks-file)."),
+    domain: list[str] = typer.Option(["terminal"], "--domain", help="A domain with task families. Repeat the flag "
+                                     "for several. Default: terminal."),
+    split: str = option(AgentEvalConfig, "split"),
+    tasks: int = option(AgentEvalConfig, "tasks", min=1),
+    seed: int = option(AgentEvalConfig, "seed"),
+) -> None:
+    """Write a task set (tasks, their verifiers and reference solutions) as a task file, to read,
+    edit or extend and play with lwm agent eval --tasks-file."""
+    from lwm.domains.tasks import task_set, write_task_file
+
+    items = [(d, t, s) for d in dict.fromkeys(domain) for t, s in call(task_set, d, split, tasks, seed)]
+    note(f"wrote {write_task_file(out, items)} tasks to {out}")
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

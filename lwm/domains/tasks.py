@@ -17,17 +17,24 @@ Example:
     >>> from lwm.domains.tasks import families, task_set
     >>> task, solution = families("terminal")[0].generate(7)
     >>> pairs = task_set("terminal", "train", n=20, seed=0)  # 20 distinct (task, solution)
+
+Task files (:func:`write_task_file`, :func:`read_task_file`; ``lwm agent tasks`` writes one,
+``lwm agent eval --tasks-file`` plays one) hold a task set as JSONL, to read, edit or extend
+with tasks of one's own.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from lwm.envs.base import Task
+from lwm.errors import DataNotFoundError, RowFormatError
+from lwm.jsonl import iter_jsonl, write_atomic
 
 SPLITS = ("train", "heldout", "all")
 #: Consecutive duplicate draws after which :func:`task_set` takes a family as exhausted.
@@ -169,4 +176,67 @@ def task_set(domain: str, split: Literal["train", "heldout", "all"], n: int,
                 live.remove(family)
     if len(out) < n:
         raise ValueError(f"the {split} families of {domain} gave only {len(out)} distinct tasks; asked for {n}")
+    return out
+
+
+# ---------------------------------------------------------------------------- task files
+
+#: The fields of a task file's line.
+TASK_LINE_FIELDS = ("domain", "task", "solution")
+
+
+def write_task_file(path: str | Path, items: Iterable[tuple[str, Task, Sequence[str]]]) -> int:
+    """Write tasks as a JSONL task file, atomically: one line per task,
+    ``{"domain": …, "task": Task.to_dict(), "solution": [action, …]}`` (``solution``: the
+    reference actions, which the ``oracle`` policy plays; may be empty).
+
+    Returns:
+        the number of lines written.
+    """
+    lines = [json.dumps({"domain": d, "task": t.to_dict(), "solution": list(s)}, ensure_ascii=False)
+             for d, t, s in items]
+    write_atomic(Path(path), "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def read_task_file(path: str | Path) -> list[tuple[str, Task, tuple[str, ...]]]:
+    """The ``(domain, task, solution)`` of every line of a task file (see
+    :func:`write_task_file`; ``solution`` may be absent). Tasks need not come from a family:
+    any task the domain's real environment can start, with a ``check`` for a real verdict
+    (without one, its episodes end with an unknown verdict, counted as failures).
+
+    Raises:
+        RowFormatError: a line that is not JSON, has unknown or missing fields, names an
+            unknown domain, holds a malformed task or solution, or repeats the name of an
+            earlier task of its domain (the file and the 1-based line are named).
+        DataNotFoundError: no such file, or no task in it.
+    """
+    from lwm import domains
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataNotFoundError(f"no task file {path}")
+    out: list[tuple[str, Task, tuple[str, ...]]] = []
+    first_line: dict[tuple[str, str], int] = {}
+    for line, obj in iter_jsonl(path):
+        unknown = sorted(set(obj) - set(TASK_LINE_FIELDS))
+        if unknown or "domain" not in obj or "task" not in obj:
+            raise RowFormatError(path, line, f"a task line has the fields {', '.join(TASK_LINE_FIELDS)} "
+                                             f"(solution optional); got {sorted(obj)}")
+        domain, solution = obj["domain"], obj.get("solution") or []
+        if not isinstance(domain, str) or domains.find(domain) is None:
+            raise RowFormatError(path, line, f"unknown domain {domain!r}; known: {', '.join(domains.names())}")
+        if not isinstance(obj["task"], dict):
+            raise RowFormatError(path, line, "'task' must be an object (Task.to_dict())")
+        try:
+            task = Task.from_dict(obj["task"])
+        except (ValueError, TypeError) as e:
+            raise RowFormatError(path, line, f"malformed task: {e}") from None
+        if not isinstance(solution, list) or not all(isinstance(a, str) for a in solution):
+            raise RowFormatError(path, line, "'solution' must be a list of action texts")
+        if (seen := first_line.setdefault((domain, task.name), line)) != line:
+            raise RowFormatError(path, line, f"task {domain}/{task.name} is already on line {seen}; names must differ")
+        out.append((domain, task, tuple(solution)))
+    if not out:
+        raise DataNotFoundError(f"{path} holds no task")
     return out

@@ -4,7 +4,8 @@ simulator.
 A policy (a scripted oracle playing the reference solutions, any OpenAI-compatible
 endpoint, the embedded model with or without an adapter, a trained checkpoint) plays a set
 of tasks drawn from the domains' task families (:mod:`lwm.domains.tasks`; held-out
-families by default, never trained on).
+families by default, never trained on), or the tasks of a task file
+(:func:`lwm.domains.tasks.read_task_file`).
 
 * On the **real** backend each episode ends with the task's real verifier: the success
   rate per domain with its 95 % Wilson interval, the share of valid actions, mean turns,
@@ -25,6 +26,7 @@ Output directory (resumable: re-run with the same one)::
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm import domains
-from lwm.domains.tasks import task_set
+from lwm.domains.tasks import read_task_file, task_set
 from lwm.envs.base import Task
 from lwm.envs.episode import Script
 from lwm.jobs import run_jobs
@@ -51,10 +53,14 @@ class AgentEvalConfig:
 
     Attributes:
         out: run directory (re-run with the same one to resume).
-        domains: the domains whose tasks are played (those with task families).
+        domains: the domains whose tasks are played (those with task families; empty:
+            ``terminal``, or with ``tasks_file`` every domain of the file).
         split: which task families: ``heldout`` (never trained on), ``train`` or ``all``.
         tasks: tasks per domain.
         seed: seed of the task set (the same seed gives the same tasks).
+        tasks_file: play the tasks of this task file (``lwm agent tasks`` writes one)
+            instead of drawing them from families; ``split``, ``tasks`` and ``seed`` then
+            do not apply.
         policy: the agent: ``oracle`` (plays the tasks' reference solutions), ``embedded``
             (SmolLM2-135M-Instruct), ``embedded-warmup`` (the same with the world-model
             warm-up), a ``.gguf`` file, ``hf:<model dir>``, or the model name served at
@@ -78,10 +84,11 @@ class AgentEvalConfig:
     """
 
     out: Path
-    domains: tuple[str, ...] = ("terminal",)
+    domains: tuple[str, ...] = ()
     split: str = "heldout"
     tasks: int = 20
     seed: int = 0
+    tasks_file: Path | None = None
     policy: str = "embedded"
     policy_base_url: str | None = None
     policy_adapter: str | None = None
@@ -102,6 +109,10 @@ class AgentEvalConfig:
         for k in ("out", "concurrency", "api_key", "timeout"):
             d.pop(k)
         d["domains"] = list(self.domains)
+        if self.tasks_file:  # the file's content, not its name, makes the task set
+            for k in ("split", "tasks", "seed"):
+                d.pop(k)
+            d["tasks_file"] = hashlib.sha256(Path(self.tasks_file).read_bytes()).hexdigest()
         if self.backend != "sim":
             for k in ("world_model", "base_url", "reward", "replay"):
                 d.pop(k)
@@ -160,11 +171,16 @@ def replay_actions(domain: str, task: Task, actions: list[str]) -> float | None:
 
 
 def _tasks(config: AgentEvalConfig) -> list[tuple[str, Task, tuple[str, ...]]]:
-    out = []
-    for domain in config.domains:
-        for task, solution in task_set(domain, config.split, config.tasks, config.seed):
-            out.append((f"{domain}/{task.name}", task, solution))
-    return out
+    """``(episode id, task, reference solution)`` of every task to play."""
+    if config.tasks_file:
+        chosen = set(config.domains)
+        items = [(d, t, s) for d, t, s in read_task_file(config.tasks_file) if not chosen or d in chosen]
+        if not items:
+            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)}")
+    else:
+        items = [(d, t, s) for d in config.domains or ("terminal",)
+                 for t, s in task_set(d, config.split, config.tasks, config.seed)]
+    return [(f"{d}/{t.name}", t, s) for d, t, s in items]
 
 
 def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentEvalResult:
@@ -172,7 +188,11 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
 
     Raises:
         UnknownDomainError, KeyError: a domain without task families.
-        ValueError: bad backend settings, an unknown split, too many tasks asked of a split.
+        ValueError: bad backend settings, an unknown split, too many tasks asked of a split,
+            no task of the chosen domains in the task file, the oracle on a task without a
+            reference solution.
+        RowFormatError, DataNotFoundError: a damaged, empty or missing task file (file and
+            line named).
         ModelUnavailableError: the policy's or the world model's weights or server are missing.
         RunMismatchError: ``out`` holds an evaluation with other settings.
     """
@@ -186,9 +206,13 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     policy = PolicySpec("scripted" if oracle else config.policy, config.policy_base_url, config.api_key,
                         config.policy_adapter, config.temperature, timeout=config.timeout)
     tasks = _tasks(config)
-    factories = {d: _factory(config, d) for d in config.domains}
+    if oracle and (unsolved := [eid for eid, _, solution in tasks if not solution]):
+        raise ValueError(f"the oracle plays reference solutions; {unsolved[0]} has none "
+                         f"({len(unsolved)} tasks without one)")
+    played = tuple(dict.fromkeys(eid.split("/", 1)[0] for eid, _, _ in tasks))
+    factories = {d: _factory(config, d) for d in played}
     if not oracle:
-        policy.make(config.domains[0])  # load the agent once, here: a bad name fails before any episode
+        policy.make(played[0])  # load the agent once, here: a bad name fails before any episode
     for factory in factories.values():
         factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +222,8 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         domain = eid.split("/", 1)[0]
         job = EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
                          scripts=(Script(task, solution),) if oracle else (),
-                         metadata=(("split", config.split), ("policy_label", "oracle" if oracle else policy.label)))
+                         metadata=(("split", "file" if config.tasks_file else config.split),
+                                   ("policy_label", "oracle" if oracle else policy.label)))
         items.append((eid, _Episode(job, replay=config.backend == "sim" and config.replay)))
     report = run_jobs(items, lambda episode: episode(), journal=out / "episodes.partial.jsonl",
                       concurrency=config.concurrency, description=f"agent eval ({config.backend})",
@@ -289,9 +314,10 @@ def to_markdown(summary: dict[str, Any]) -> str:
             "real steps", "episode s (summed)"]
     if sim:
         head += ["real success of simulated actions", "sim/real", "false successes"]
+    source = (f"the task file (sha256 {s['tasks_file'][:12]})" if s.get("tasks_file") else
+              f"{s.get('split')} families, {s.get('tasks')} per domain, seed {s.get('seed')}")
     lines = [f"# lwm agent eval: {s.get('policy')} on {summary['backend']}", "",
-             f"{summary['episodes']} episodes; tasks: {s.get('split')} families, {s.get('tasks')} per domain, "
-             f"seed {s.get('seed')}; at most {s.get('max_turns')} turns; "
+             f"{summary['episodes']} episodes; tasks: {source}; at most {s.get('max_turns')} turns; "
              f"{summary.get('seconds_this_invocation')} s this invocation." + (
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]

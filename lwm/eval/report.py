@@ -113,7 +113,8 @@ _WHEN_ANY = ("truncated_rows", "context_cut_rows")
 
 def _columns(groups: dict[str, dict]) -> list[str]:
     return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *METRICS,
-                        "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_incomplete", "judge_truncated")
+                        "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_incomplete",
+                        "judge_truncated")
             if any(g.get(c) if c in _WHEN_ANY else c in g for g in groups.values())]
 
 

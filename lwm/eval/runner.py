@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm import domains
-from lwm.eval.baselines import RowBaseline
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
+from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
 from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
 from lwm.metrics import fidelity

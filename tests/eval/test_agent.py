@@ -110,3 +110,67 @@ def test_a_damaged_journal_is_named_with_its_line(tmp_path):
 def test_policies_that_cannot_play_task_families(tmp_path, args, message):
     result = runner.invoke(app, ["agent", "eval", "--out", str(tmp_path), "--no-progress", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+@needs_sandbox
+def test_a_task_file_written_edited_and_played(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    result = runner.invoke(app, ["agent", "tasks", str(tasks), "--domain", "db", "--domain", "terminal",
+                                 "--tasks", "2"])
+    assert result.exit_code == 0 and "wrote 4 tasks" in result.output, result.output
+    lines = [json.loads(x) for x in tasks.read_text().splitlines()]
+    assert [x["domain"] for x in lines] == ["db", "db", "terminal", "terminal"] and all(x["solution"] for x in lines)
+    # a task of one's own, beside the drawn ones: a file the agent must create, and its check
+    own = {"name": "make-note", "instruction": "Create /app/note.txt containing the line: ok",
+           "check": {"probe": "cat /app/note.txt\n", "expect": "ok"}}
+    tasks.write_text(tasks.read_text() + json.dumps({"domain": "terminal", "task": own}) + "\n")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--domain", "db", "--policy", "oracle",
+                                 "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "summary.json").read_text())["overall"]["success"]["successes"] == 2  # db only
+    # every domain of the file; the oracle needs a solution on every line
+    result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--policy", "oracle",
+                                 "--out", str(tmp_path / "all"), "--no-progress"])
+    assert result.exit_code == 2 and "terminal/make-note has none" in result.output, result.output
+    with chat_stub(lambda body: completion('echo ok > /app/note.txt')) as (url, _):
+        agent_eval(AgentEvalConfig(out=tmp_path / "own", tasks_file=tasks, domains=("terminal",),
+                                   policy="stub", policy_base_url=url, max_turns=1), show_progress=False)
+    own_episode = next(e for e in read_trajectories(tmp_path / "own" / "episodes.jsonl") if e.id.endswith("make-note"))
+    assert own_episode.reward == 1.0 and own_episode.metadata["split"] == "file"
+    # the file is part of the run: another content does not resume it
+    tasks.write_text("\n".join(tasks.read_text().splitlines()[:-1]) + "\n")
+    with pytest.raises(RunMismatchError, match="tasks_file"):
+        agent_eval(AgentEvalConfig(out=tmp_path / "own", tasks_file=tasks, domains=("terminal",), policy="stub",
+                                   policy_base_url="http://127.0.0.1:9/v1"), show_progress=False)
+
+
+GOOD_TASK = {"name": "t", "instruction": "do it", "check": {"probe": "SELECT 1;", "expect": "1"}}
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"domain": "db", "task": ', ":2: not valid JSON"),
+    (json.dumps({"domain": "nowhere", "task": GOOD_TASK}), ":2: unknown domain 'nowhere'"),
+    (json.dumps({"domain": "db", "task": GOOD_TASK, "level": 3}), ":2: a task line has the fields"),
+    (json.dumps({"domain": "db"}), ":2: a task line has the fields"),
+    (json.dumps({"domain": "db", "task": [1]}), ":2: 'task' must be an object"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": {"probe": 1, "x": 2}}}), ":2: malformed task"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "colour": "red"}}), ":2: malformed task: unknown task fields"),
+    (json.dumps({"domain": "db", "task": GOOD_TASK, "solution": "SELECT 1;"}), ":2: 'solution' must be a list"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "name": "first"}}), ":2: task db/first is already on line 1"),
+])
+def test_a_broken_task_file_line_is_named(tmp_path, line, message):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"domain": "db", "task": {**GOOD_TASK, "name": "first"}}) + "\n" + line + "\n")
+    result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--policy", "oracle",
+                                 "--out", str(tmp_path / "run"), "--no-progress"])
+    assert result.exit_code == 2 and f"{tasks}{message}" in result.output.replace("\n", ""), result.output
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_an_empty_or_missing_task_file_is_refused(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("\n")
+    for name, message in (("empty.jsonl", "holds no task"), ("missing.jsonl", "no task file")):
+        result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tmp_path / name), "--out",
+                                     str(tmp_path / "run"), "--no-progress"])
+        assert result.exit_code == 2 and message in result.output, result.output
