@@ -122,7 +122,7 @@ def eval_(
     base_url: str | None = option(ModelSpec, "base_url"),
     api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
     adapter: Path | None = option(ModelSpec, "adapter", default=None),
-    domain: list[str] | None = option(EvalConfig, "domains", "--domain", default=None,
+    domain: list[str] | None = option(EvalConfig, "domains", "--domain", default=None, metavar="<str>",
                                          help_suffix="Repeat the flag for several."),
     limit: int | None = option(EvalConfig, "limit", min=1),
     episodes: int | None = option(EvalConfig, "episodes", min=1),
@@ -132,7 +132,7 @@ def eval_(
     max_tokens: int = option(SamplingParams, "max_tokens", default=320, min=1, help_suffix=(
         "Default 320: the longest real observation of the terminal, db, code and mcp suites is 273 tokens with "
         "tags; raise it for reasoning models.")),
-    stop: list[str] | None = option(SamplingParams, "stop", default=None, help_suffix=(
+    stop: list[str] | None = option(SamplingParams, "stop", default=None, metavar="<str>", help_suffix=(
         "Repeatable; default: the end of the answer tag and the start of a new turn.")),
     seed: int = option(SamplingParams, "seed", default=0),
     extra_body: str | None = option(SamplingParams, "extra_body", default=None,
@@ -198,7 +198,7 @@ def rollout(
     api_key: str = option(RolloutConfig, "api_key", envvar="LWM_API_KEY"),
     cache: Path | None = option(RolloutConfig, "cache"),
     route: str = option(RolloutConfig, "route"),
-    control: list[str] | None = option(RolloutConfig, "controls", "--control", default=None,
+    control: list[str] | None = option(RolloutConfig, "controls", "--control", default=None, metavar="<str>",
                                           help_suffix="Repeat the flag for several."),
     max_turns: int = option(RolloutConfig, "max_turns", min=1),
     reward: str = option(RolloutConfig, "reward"),

@@ -82,6 +82,8 @@ def option(owner: Any, name: str, *flags: str, default: Any = dataclasses.MISSIN
         raise KeyError(f"{getattr(owner, '__qualname__', owner)} documents no setting {name!r}")
     if default is dataclasses.MISSING:
         default = declared_default(owner, name)
+    if isinstance(default, (list, tuple)):  # a repeated flag takes one value each time
+        kwargs.setdefault("metavar", "<str>")
     info = typer.Option(default, *flags, help=f"{docs[name]} {help_suffix}".strip(), **kwargs)
     info.lwm_field = (owner, name)  # read by the drift test
     return info

@@ -18,8 +18,8 @@ data_app = typer.Typer(
 
 @data_app.command("build")
 def build_cmd(
-    sources: list[Path] = option(BuildConfig, "sources", "--from", help_suffix="Repeat, or list more paths after "
-                                 "the options."),
+    sources: list[Path] = option(BuildConfig, "sources", "--from", metavar="<path>",
+                                 help_suffix="Repeat, or list more paths after the options."),
     more: list[Path] | None = typer.Argument(None, help="More sources (same as --from).", show_default=False),
     out: Path = option(BuildConfig, "out"),
     max_tokens: int = option(BuildConfig, "max_tokens", min=16),

@@ -87,9 +87,10 @@ def rl(
     out: Path = option(RLConfig, "out"),
     objective: str = option(RLConfig, "objective"),
     model: str = option(RLConfig, "model"),
-    domain: list[str] = option(RLConfig, "domains", "--domain", default=["terminal"],
-                               help_suffix="Repeat the flag for several. Default: terminal."),
+    domain: list[str] = option(RLConfig, "domains", "--domain", default=[],
+                               help_suffix="Repeat the flag for several."),
     tasks: int = option(RLConfig, "tasks", min=1),
+    tasks_file: Path | None = option(RLConfig, "tasks_file"),
     max_task_steps: int = option(RLConfig, "max_task_steps", min=1),
     backend: str = option(RLConfig, "backend"),
     world_model: str | None = option(RLConfig, "world_model", default=None, help_suffix=(
@@ -124,6 +125,7 @@ def rl(
         world = _default_model(world_model, base_url, api_key) if backend in ("sim", "hybrid") else \
             RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
+                          tasks_file=tasks_file,
                           max_task_steps=max_task_steps, backend=backend, world_model=world, base_url=base_url,
                           api_key=api_key,
                           reward=reward, cache=cache, max_turns=max_turns, data=data, format_weight=format_weight,

@@ -38,6 +38,7 @@ docs/training.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -65,8 +66,12 @@ class RLConfig:
             world model learns to predict real observations).
         model: the model trained (a LoRA adapter on it): ``embedded``, ``embedded-warmup``
             (the world-model warm-up merged in) or a Hugging Face folder.
-        domains: ``agent``: domains whose train task families are played.
+        domains: ``agent``: domains whose train task families are played (empty:
+            ``terminal``; with ``tasks_file``, every domain of the file).
         tasks: ``agent``: distinct tasks per domain in the training set.
+        tasks_file: ``agent``: train on the tasks of this task file (``lwm agent tasks``
+            writes one; :func:`lwm.domains.tasks.read_task_file`) instead of the train
+            families; ``tasks`` and ``max_task_steps`` then do not apply.
         max_task_steps: ``agent``: only task families a competent agent solves in at most
             this many actions.
         backend: ``agent``: ``sim`` (the world model), ``real``, ``hybrid`` or ``replay``.
@@ -98,8 +103,9 @@ class RLConfig:
     out: Path
     objective: str = "agent"
     model: str = "embedded"
-    domains: tuple[str, ...] = ("terminal",)
+    domains: tuple[str, ...] = ()
     tasks: int = 64
+    tasks_file: Path | None = None
     max_task_steps: int = 1
     backend: str = "sim"
     world_model: str = WORLD_MODEL
@@ -138,7 +144,11 @@ class RLConfig:
                              "serves the fidelity objective")
         if self.num_generations < 2:
             raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
-        if self.objective == "agent" and self.tasks * len(self.domains) < self.prompts_per_step:
+        if not self.domains and not self.tasks_file:
+            self.domains = ("terminal",)
+        if self.tasks_file and not Path(self.tasks_file).is_file():
+            raise DataNotFoundError(f"no task file {self.tasks_file}")
+        if self.objective == "agent" and not self.tasks_file and self.tasks * len(self.domains) < self.prompts_per_step:
             raise ValueError(f"{self.tasks * len(self.domains)} tasks in all cannot fill a step of "
                              f"{self.prompts_per_step} prompts: raise --tasks or lower --prompts-per-step")
         from lwm.sim.env import REWARD_SOURCES
@@ -153,6 +163,10 @@ class RLConfig:
              for k, v in asdict(self).items()}
         for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url", "api_key"):
             d.pop(k)
+        if self.tasks_file:  # the file's content, not its name, makes the task set
+            for k in ("tasks", "max_task_steps"):
+                d.pop(k)
+            d["tasks_file"] = hashlib.sha256(Path(self.tasks_file).read_bytes()).hexdigest()
         return d
 
 
@@ -187,41 +201,54 @@ class RLResult:
 
 
 def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
-    """The training tasks: ``config.tasks`` distinct tasks per domain from the train split
-    of its families (those of at most ``max_task_steps`` actions), each with its prompt
-    (the policy's first messages: the instruction and the real first screen).
+    """The training tasks, each with its prompt (the policy's first messages: the
+    instruction and the real first screen): ``config.tasks`` distinct tasks per domain from
+    the train split of its families (those of at most ``max_task_steps`` actions), or the
+    tasks of ``config.tasks_file``. Two tasks the policy cannot tell apart (the same
+    prompt) count once.
 
     Raises:
         KeyError: a domain without task families.
-        ValueError: too few distinct tasks.
+        ValueError: too few distinct tasks; no task of the chosen domains in the task file.
+        RowFormatError, DataNotFoundError: a damaged, empty or missing task file.
     """
-    from lwm.domains.tasks import families, task_key
+    from lwm.domains.tasks import families, read_task_file, task_key
     from lwm.sim.policy import agent_messages
     from lwm.sim.starts import real_start
 
     out, seen_prompts = [], set()
+
+    def add(domain: str, task: Any) -> bool:
+        start = real_start(domain, task) if config.backend != "replay" else None
+        prompt = agent_messages(domains.get(domain), task, start.initial_observation if start else "", [], [])
+        key = json.dumps(prompt, sort_keys=True)
+        if key in seen_prompts:
+            return False
+        seen_prompts.add(key)
+        out.append({"prompt": prompt, "domain": domain, "task": json.dumps(task.to_dict())})
+        return True
+
+    if config.tasks_file:
+        for domain, task, _ in read_task_file(config.tasks_file):
+            if not config.domains or domain in config.domains:
+                add(domain, task)
+        if len(out) < config.prompts_per_step:
+            raise ValueError(f"{config.tasks_file} holds {len(out)} distinct tasks of the chosen domains: too few "
+                             f"for a step of {config.prompts_per_step} prompts")
+        return out
     for domain in config.domains:
-        spec = domains.get(domain)
         pool = [f for f in families(domain, "train") if f.steps <= config.max_task_steps]
         if not pool:
             raise ValueError(f"no train task family of {domain} takes at most {config.max_task_steps} actions")
-        seen, seed = set(), 0
-        while sum(1 for t in out if t["domain"] == domain) < config.tasks and seed < 100 * config.tasks:
+        seen, seed, taken = set(), 0, 0
+        while taken < config.tasks and seed < 100 * config.tasks:
             family = pool[seed % len(pool)]
             task, _ = family.generate(config.seed * 100_003 + seed // len(pool))
             seed += 1
-            if task_key(task) in seen:
-                continue
-            seen.add(task_key(task))
-            start = real_start(domain, task) if config.backend != "replay" else None
-            first = start.initial_observation if start else ""
-            prompt = agent_messages(spec, task, first, [], [])
-            key = json.dumps(prompt, sort_keys=True)
-            if key in seen_prompts:  # two tasks the policy cannot tell apart: keep the first
-                continue
-            seen_prompts.add(key)
-            out.append({"prompt": prompt, "domain": domain, "task": json.dumps(task.to_dict())})
-        if sum(1 for t in out if t["domain"] == domain) < config.tasks:
+            if task_key(task) not in seen:
+                seen.add(task_key(task))
+                taken += add(domain, task)
+        if taken < config.tasks:
             raise ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
     return out
 
@@ -250,7 +277,7 @@ class AgentRollout:
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,
                           options={"reward": config.reward, "real_start": True} if config.backend == "sim" else {})
-            for d in config.domains}
+            for d in dict.fromkeys(t["domain"] for t in tasks)}
 
     def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
         import torch
@@ -446,10 +473,11 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
 
     Raises:
         ValueError: bad settings (see :class:`RLConfig`), too few tasks.
+        RowFormatError: a damaged task file (its file and line named).
         RunMismatchError: resuming ``out`` with other settings.
         FileExistsError: ``out`` holds checkpoints and ``resume`` is false.
         ModelUnavailableError: the model, the world model or the training libraries are missing.
-        DataNotFoundError: ``fidelity`` without train examples.
+        DataNotFoundError: ``fidelity`` without train examples; a missing or empty task file.
     """
     import torch
     from peft import LoraConfig
@@ -474,12 +502,12 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         if diff:
             raise RunMismatchError(out, diff)
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    tasks = agent_tasks(config) if config.objective == "agent" else []  # a bad task fails before the model loads
     model, tokenizer = _load_base(config.model)
     rollout = None
     if config.objective == "agent":
         from datasets import Dataset
 
-        tasks = agent_tasks(config)
         rollout = AgentRollout(config, tasks, log=out / "episodes.jsonl")
         for factory in rollout.factories.values():  # load the world model now: a typo fails before training
             factory.world_model()

@@ -93,3 +93,24 @@ def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
         RLConfig(out="x", tasks=1)
     with pytest.raises(ValueError, match="unknown reward source 'bogus'"):
         RLConfig(out="x", reward="bogus")
+
+
+def test_training_tasks_from_a_task_file(tmp_path):
+    from lwm.domains.tasks import task_set, write_task_file
+    from lwm.errors import DataNotFoundError, RowFormatError
+
+    tasks = tmp_path / "tasks.jsonl"
+    write_task_file(tasks, [(d, t, s) for d in ("db", "code") for t, s in task_set(d, "train", 2, seed=3)])
+    every = agent_tasks(RLConfig(out=tmp_path / "a", tasks_file=tasks, backend="replay"))
+    assert [t["domain"] for t in every] == ["db", "db", "code", "code"]
+    assert json.loads(every[0]["task"])["name"] == task_set("db", "train", 2, seed=3)[0][0].name
+    assert [t["domain"] for t in agent_tasks(RLConfig(out=tmp_path / "b", tasks_file=tasks, domains=("code",),
+                                                      backend="replay"))] == ["code", "code"]
+    with pytest.raises(ValueError, match="holds 0 distinct tasks of the chosen domains"):
+        agent_tasks(RLConfig(out=tmp_path / "c", tasks_file=tasks, domains=("terminal",), backend="replay"))
+    with pytest.raises(DataNotFoundError, match="no task file"):
+        RLConfig(out=tmp_path / "d", tasks_file=tmp_path / "missing.jsonl")
+    tasks.write_text(tasks.read_text() + "{oops\n")
+    with pytest.raises(RowFormatError, match=r"tasks.jsonl:5: not valid JSON"):
+        train_rl(RLConfig(out=tmp_path / "e", tasks_file=tasks, backend="replay"))  # before any model loads
+    assert not (tmp_path / "e" / "lwm_train.json").exists()
