@@ -78,7 +78,10 @@ class SimEnv:
             reward rubric), or ``auto`` (probe when the task has a verifier, else judge).
         memo: a mapping shared by environments (a GRPO group, a rollout) in which each
             prediction is kept by its situation (system prompt, history, action, model,
-            sampling): the same situation gets the same observation and costs one model call.
+            sampling): the same situation gets the same observation and costs one model
+            call, also when the environments ask at the same moment (an entry is the
+            prediction's future, set once; a failed prediction is dropped and raised to
+            those waiting). Environments sharing one must run on one event loop.
         show_task: show the world model the agent's instruction (AgentWorldBench rows carry
             it); a world model that knows the goal may bend observations toward it, so RL
             in the simulator can hide it.
@@ -101,7 +104,7 @@ class SimEnv:
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
                  judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
-                 memo: MutableMapping[str, dict] | None = None, real_start: bool = False,
+                 memo: MutableMapping[str, asyncio.Future] | None = None, real_start: bool = False,
                  show_task: bool = True) -> None:
         if reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
@@ -232,13 +235,26 @@ class SimEnv:
         pending = traj.model_copy(update={"turns": [*traj.turns, Turn(index=len(traj.turns) + 1, action=action,
                                                                       observation="", provenance=placeholder)],
                                           "task": traj.task if self.show_task else ""})
-        key = None
-        if self.memo is not None:
-            key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
-                            [(t.action, t.observation) for t in traj.turns], action, self.model.name,
-                            self.sampling.to_dict())
-            if (hit := self.memo.get(key)) is not None:
-                return {**hit, "memo_hit": True}
+        if self.memo is None:
+            return await self._generate(pending)
+        key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
+                        [(t.action, t.observation) for t in traj.turns], action, self.model.name,
+                        self.sampling.to_dict())
+        if (known := self.memo.get(key)) is not None:
+            return {**await asyncio.shield(known), "memo_hit": True}
+        future = self.memo[key] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure is its waiters' to raise
+        try:
+            out = await self._generate(pending)
+        except BaseException as e:
+            del self.memo[key]  # the next asker tries again
+            future.cancel() if isinstance(e, asyncio.CancelledError) else future.set_exception(e)
+            raise
+        future.set_result(out)
+        return out
+
+    async def _generate(self, pending: Trajectory) -> dict[str, Any]:
+        """The world model's prediction for the last turn of ``pending``."""
         row = rows_from_trajectory(pending, action_lang=self.spec.action_lang, last_only=True)[-1]
         messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
         gen = await self.model.generate(messages, self.sampling)
@@ -247,8 +263,6 @@ class SimEnv:
         out = {"observation": parsed.observation, "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
                "dropped_turns": dropped, "prompt_tokens": gen.prompt_tokens,
                "completion_tokens": gen.completion_tokens, "memo_hit": False}
-        if key is not None:
-            self.memo[key] = out
         return out
 
     def verify(self) -> float | None:

@@ -38,6 +38,7 @@ docs/training.md).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -48,6 +49,7 @@ from typing import Any
 from lwm import domains
 from lwm.errors import DataNotFoundError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
+from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.sim.backends import EnvFactory
 
@@ -297,12 +299,12 @@ class AgentRollout:
             if factory.backend == "sim":
                 factory = replace(factory, options={**factory.options, "memo": memos.setdefault(key, {})})
             env = factory()
-            env.reset(task)
             text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
             episodes.append({"domain": domain, "task": task, "env": env, "messages": list(messages),
                              "prompt_ids": ids, "completion": [], "mask": [], "said": [], "observations": [],
                              "formats": [], "active": True})
+        _each([e["env"] for e in episodes], "reset", [(e["task"],) for e in episodes])
         eos = tokenizer.eos_token_id
         clock["environment"] += time.monotonic() - t
         for turn in range(self.config.max_turns):
@@ -313,6 +315,7 @@ class AgentRollout:
             texts = self._generate(trainer, tokenizer, active, torch, unwrap_model_for_generation)
             clock["generation"] += time.monotonic() - t
             t = time.monotonic()
+            acting = []
             for e, (gen_ids, text) in zip(active, texts):
                 e["completion"] += gen_ids
                 e["mask"] += [1] * len(gen_ids)
@@ -322,8 +325,10 @@ class AgentRollout:
                 action = read_action(spec, text)
                 if action is None:
                     e["active"] = False
-                    continue
-                result = e["env"].step(action)
+                else:
+                    acting.append((e, text, gen_ids, action))
+            results = _each([e["env"] for e, *_ in acting], "step", [(action,) for *_, action in acting])
+            for (e, text, gen_ids, _), result in zip(acting, results):
                 e["observations"].append(result.observation)
                 if result.done or turn == self.config.max_turns - 1:
                     e["active"] = False
@@ -335,13 +340,14 @@ class AgentRollout:
         t = time.monotonic()
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [], "env_reward": [],
                "format_reward": []}
-        for e in episodes:
-            try:
-                verdict = e["env"].verify()
-                fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
-                self._record(trainer, e, verdict, fmt)
-            finally:
+        try:
+            verdicts = _each([e["env"] for e in episodes], "verify", [() for _ in episodes])
+        finally:
+            for e in episodes:
                 e["env"].close()
+        for e, verdict in zip(episodes, verdicts):
+            fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
+            self._record(trainer, e, verdict, fmt)
             reward = 1.0 if (verdict or 0.0) >= 0.5 else 0.0
             if not e["completion"]:  # the trainer needs at least one token
                 e["completion"], e["mask"] = [eos], [1]
@@ -411,6 +417,25 @@ class AgentRollout:
                          "task": e["task"].name, "instruction": e["task"].instruction, "said": e["said"],
                          "observations": e["observations"], "verdict": verdict, "format": round(fmt, 3),
                          "probe_observation": traj.metadata.get("probe_observation") if traj else None})
+
+
+def _each(envs: list[Any], method: str, args: list[tuple]) -> list[Any]:
+    """``env.<method>(*args)`` for every environment, in order: the simulator's all at once
+    (its ``a<method>`` on lwm's event loop: a served world model gets every request of the
+    step in flight together), the others one after another (real environments hold
+    thread-bound clients)."""
+    results: list[Any] = [None] * len(envs)
+    together = [i for i, env in enumerate(envs) if hasattr(env, f"a{method}")]
+    if together:
+        async def gather() -> list[Any]:
+            return await asyncio.gather(*(getattr(envs[i], f"a{method}")(*args[i]) for i in together))
+
+        for i, result in zip(together, run_sync(gather())):
+            results[i] = result
+    for i, env in enumerate(envs):
+        if i not in together:
+            results[i] = getattr(env, method)(*args[i])
+    return results
 
 
 def _env_reward(completions, env_reward, **_: Any) -> list[float]:

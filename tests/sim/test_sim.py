@@ -1,5 +1,6 @@
 """The simulator: SimEnv, reward judge, controls, replay cache and the four backends."""
 
+import asyncio
 
 import pytest
 from conftest import needs_sandbox
@@ -7,7 +8,7 @@ from conftest import needs_sandbox
 from lwm.domains.terminal import keys
 from lwm.envs.base import Check, Task
 from lwm.errors import EnvironmentClosedError
-from lwm.models.base import FunctionChatModel
+from lwm.models.base import FunctionChatModel, Generation
 from lwm.sim import CacheMissError, Control, ReplayCache, SimEnv, make_env
 from lwm.sim.reward import build_reward_messages, parse_verdict
 
@@ -276,3 +277,29 @@ def test_a_probe_answer_cut_at_max_tokens_decides_nothing():
     env = SimEnv("terminal", Cut(lambda m: ""), system_prompt=PROMPT, judge_rewards=False)
     env.reset(Task("p", check=Check("cat /app/out.txt", "42", "equals")), initial_observation="")
     assert env.verify() is None and "cut at max_tokens" in env.trajectory.metadata["reward_error"]
+
+
+async def test_a_group_asking_at_once_is_one_model_call():
+    """Generations of a group step concurrently: the same situation still costs one call;
+    a failed call is raised to every waiter and tried again by the next asker."""
+    calls = []
+
+    class SlowWorld(FunctionChatModel):
+        async def generate(self, messages, sampling):
+            calls.append(1)
+            await asyncio.sleep(0.05)  # all four ask before the first answer arrives
+            if len(calls) == 1:
+                raise ConnectionError("the server went away")
+            return Generation(text=f"<predicted_observation>answer {len(calls)}</predicted_observation>",
+                              finish_reason="stop")
+
+    memo: dict = {}
+    group = [SimEnv("terminal", SlowWorld(None), system_prompt=PROMPT, judge_rewards=False, memo=memo)
+             for _ in range(4)]
+    for env in group:
+        await env.areset(Task("same"), initial_observation="root@sandbox:/app#")
+    failed = await asyncio.gather(*(env.astep(keys("ls\n")) for env in group), return_exceptions=True)
+    assert [type(r) for r in failed] == [ConnectionError] * 4 and len(calls) == 1 and memo == {}
+    steps = await asyncio.gather(*(env.astep(keys("ls\n")) for env in group))
+    assert [s.observation for s in steps] == ["answer 2"] * 4 and len(calls) == 2
+    assert [s.info["memo_hit"] for s in steps] == [False, True, True, True]

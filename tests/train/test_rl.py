@@ -55,7 +55,7 @@ def test_environment_tokens_are_masked_out_of_the_loss(tmp_path):
     from lwm.train.sft import _load_base
 
     with chat_stub(world) as (url, _):
-        config = RLConfig(out=tmp_path, domains=("terminal",), tasks=1, max_turns=3, max_new_tokens=6,
+        config = RLConfig(out=tmp_path, domains=("terminal",), tasks=1, prompts_per_step=1, max_turns=3, max_new_tokens=6,
                           world_model="stand-in", base_url=url)
         tasks = agent_tasks(config)
         rollout = AgentRollout(config, tasks)
