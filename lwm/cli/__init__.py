@@ -248,7 +248,7 @@ def wm2real(
 
     out = out or run_dir("wm2real")
     res = call(run_wm2real, trajectories, out, concurrency=concurrency, show_progress=progress, resume=out)
-    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.summary["trajectories"]:
         _html_report(out)
     if res.summary["failed"]:
@@ -320,7 +320,7 @@ def agent_eval(
                              base_url=base_url, api_key=api_key, reward=reward, replay=replay,
                              concurrency=concurrency, timeout=timeout)
     res = call(run_agent_eval, config, show_progress=progress, resume=out)
-    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.failed:
         note(f"{len(res.failed)} episodes failed, e.g. {next(iter(res.failed.values()))} (see {out}/summary.json)",
              "yellow")

@@ -38,17 +38,20 @@ docs/training.md).
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lwm import domains
+from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import BACKENDS, EnvFactory
 
 RUN_FILE = "lwm_train.json"
 OBJECTIVES = ("agent", "fidelity")
@@ -125,6 +128,7 @@ class RLConfig:
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
+        self.domains = tuple(dict.fromkeys(self.domains))  # a domain named twice is trained on once
         if self.objective not in OBJECTIVES:
             raise ValueError(f"unknown objective {self.objective!r} ({' or '.join(OBJECTIVES)})")
         if self.objective == "fidelity" and self.data is None:
@@ -145,7 +149,15 @@ class RLConfig:
 
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
-        self.domains = tuple(dict.fromkeys(self.domains))
+        if self.objective == "agent":  # refused here, before train_rl loads any model
+            if self.backend not in BACKENDS:
+                raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
+            if self.backend in ("replay", "hybrid") and self.cache is None:
+                raise ValueError(f"the {self.backend} backend needs --cache (a replay cache file)")
+            if self.backend == "replay" and not Path(self.cache).is_file():
+                raise ValueError(f"--cache {self.cache} is not a file: replay plays only what a cache holds")
+            for domain in self.domains:
+                _train_families(domain, self.max_task_steps)
 
     def identity(self) -> dict[str, Any]:
         """What a resume must keep (everything but the run's length and its resume flag)."""
@@ -186,6 +198,35 @@ class RLResult:
 # ------------------------------------------------------------------------------- agent
 
 
+def _train_families(domain: str, max_steps: int) -> list:
+    """The train families of ``domain`` of at most ``max_steps`` actions (KeyError: none for the domain)."""
+    from lwm.domains.tasks import families
+
+    pool = [f for f in families(domain, "train") if f.steps <= max_steps]
+    if not pool:
+        raise ValueError(f"no train task family of {domain} takes at most {max_steps} actions")
+    return pool
+
+
+def _distinct_tasks(pool: list, config: RLConfig) -> Iterator[Task]:
+    """The distinct tasks of ``pool``, families in turn, until ``100 × tasks`` draws or a whole
+    round of families that gave only tasks already drawn, many times over."""
+    from lwm.domains.tasks import task_key
+
+    seen: set[str] = set()
+    repeats = 0
+    for seed in range(100 * config.tasks):
+        task, _ = pool[seed % len(pool)].generate(config.seed * 100_003 + seed // len(pool))
+        if task_key(task) in seen:
+            repeats += 1
+            if repeats > 64 * len(pool):  # the families are exhausted
+                return
+            continue
+        repeats = 0
+        seen.add(task_key(task))
+        yield task
+
+
 def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
     """The training tasks: ``config.tasks`` distinct tasks per domain from the train split
     of its families (those of at most ``max_task_steps`` actions), each with its prompt
@@ -195,24 +236,18 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
         KeyError: a domain without task families.
         ValueError: too few distinct tasks.
     """
-    from lwm.domains.tasks import families, task_key
     from lwm.sim.policy import agent_messages
     from lwm.sim.starts import real_start
 
     out, seen_prompts = [], set()
     for domain in config.domains:
         spec = domains.get(domain)
-        pool = [f for f in families(domain, "train") if f.steps <= config.max_task_steps]
-        if not pool:
-            raise ValueError(f"no train task family of {domain} takes at most {config.max_task_steps} actions")
-        seen, seed = set(), 0
-        while sum(1 for t in out if t["domain"] == domain) < config.tasks and seed < 100 * config.tasks:
-            family = pool[seed % len(pool)]
-            task, _ = family.generate(config.seed * 100_003 + seed // len(pool))
-            seed += 1
-            if task_key(task) in seen:
-                continue
-            seen.add(task_key(task))
+        pool = _train_families(domain, config.max_task_steps)
+        too_few = ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
+        if sum(1 for _ in itertools.islice(_distinct_tasks(pool, config), config.tasks)) < config.tasks:
+            raise too_few  # counted before any is started for real
+        taken = 0
+        for task in _distinct_tasks(pool, config):
             start = real_start(domain, task) if config.backend != "replay" else None
             first = start.initial_observation if start else ""
             prompt = agent_messages(spec, task, first, [], [])
@@ -221,8 +256,11 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
                 continue
             seen_prompts.add(key)
             out.append({"prompt": prompt, "domain": domain, "task": json.dumps(task.to_dict())})
-        if sum(1 for t in out if t["domain"] == domain) < config.tasks:
-            raise ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
+            taken += 1
+            if taken == config.tasks:
+                break
+        if taken < config.tasks:
+            raise too_few
     return out
 
 
@@ -237,8 +275,6 @@ class AgentRollout:
     """
 
     def __init__(self, config: RLConfig, tasks: list[dict[str, Any]], log: Path | None = None) -> None:
-        from lwm.envs.base import Task
-
         self.config = config
         self.by_prompt = {json.dumps(t["prompt"], sort_keys=True): (t["domain"], Task.from_dict(json.loads(t["task"])))
                           for t in tasks}
@@ -474,7 +510,6 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         if diff:
             raise RunMismatchError(out, diff)
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    model, tokenizer = _load_base(config.model)
     rollout = None
     if config.objective == "agent":
         from datasets import Dataset
@@ -488,6 +523,7 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     else:
         dataset = fidelity_dataset(config.data)
         reward_funcs, weights = [_fidelity_reward, _tagged_reward], [1.0, config.format_weight]
+    model, tokenizer = _load_base(config.model)  # last: bad tasks, data or world model fail without the wait
     if not run_file.is_file():  # recorded once everything it names was found: a typo does not lock --out
         write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
                                            "config": {**config.identity(), "max_steps": config.max_steps}},

@@ -85,7 +85,34 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="unknown objective"):
         RLConfig(out="x", objective="vibes")
     with pytest.raises(KeyError, match="no task families for domain 'web'"):
-        agent_tasks(RLConfig(out="x", domains=("web",), backend="replay"))
+        RLConfig(out="x", domains=("web",))
+    with pytest.raises(KeyError, match="unknown domain 'nowhere'"):
+        RLConfig(out="x", domains=("nowhere",))
+    with pytest.raises(ValueError, match="unknown backend 'dream'"):
+        RLConfig(out="x", backend="dream")
+    with pytest.raises(ValueError, match="the hybrid backend needs --cache"):
+        RLConfig(out="x", backend="hybrid")
+    with pytest.raises(ValueError, match="is not a file: replay plays only what a cache holds"):
+        RLConfig(out="x", backend="replay", cache="/nonexistent/cache.sqlite")
+    with pytest.raises(ValueError, match="1 tasks in all cannot fill a step of 2 prompts"):
+        RLConfig(out="x", domains=("terminal", "terminal"), tasks=1)  # one domain, named twice
+
+
+def test_bad_settings_are_refused_before_a_model_loads_or_a_sandbox_starts(tmp_path, monkeypatch):
+    import lwm.sim.starts
+    import lwm.train.sft
+
+    def never(*_, **__):
+        raise AssertionError("reached")
+
+    monkeypatch.setattr(lwm.train.sft, "_load_base", never)
+    monkeypatch.setattr(lwm.sim.starts, "real_start", never)
+    # swe's one-action train families hold about a thousand distinct tasks: counted, not started
+    with pytest.raises(ValueError, match="the train families of swe gave too few distinct tasks for --tasks 5000"):
+        train_rl(RLConfig(out=tmp_path / "run", domains=("swe",), backend="real", tasks=5000), show_progress=False)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError, match="is a file"):
+        train_rl(RLConfig(out=tmp_path / "file"), show_progress=False)
 
 
 def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
