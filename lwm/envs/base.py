@@ -89,10 +89,12 @@ class Task:
         """The inverse of :meth:`to_dict` (``check`` may be a :class:`Check` or a dict).
 
         Raises:
-            ValueError: unknown fields, no ``name``, a field of the wrong type (``setup`` a
+            ValueError: not a mapping, unknown fields, no ``name``, a field of the wrong type (``setup`` a
                 list of texts, ``files`` an object of texts, ``options`` an object), or a
                 malformed ``check``.
         """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a task is an object (Task.to_dict()), not {type(data).__name__}")
         unknown = set(data) - _TASK_FIELDS
         if unknown:
             raise ValueError(f"unknown task fields {sorted(unknown)} (known: {sorted(_TASK_FIELDS)})")

@@ -117,7 +117,9 @@ def test_every_family_task_survives_its_file_form_and_bad_checks_are_refused():
     with pytest.raises(ValueError, match="match is contains, equals or regex, not 'glob'"):
         Check("cat x", "a", "glob")
     with pytest.raises(ValueError, match="a task's setup is a list of texts"):
-        Task.from_dict({"name": "t", "setup": "touch a"})
+        Task.from_dict({"name": "t", "setup": "touch a"})  # not seven one-letter commands
+    with pytest.raises(ValueError, match="a task is an object"):
+        Task.from_dict("make-dir")  # a recorded task_spec that is not one
 
 
 # -- plausible wrong attempts: (task, solution) -> actions that must not pass ------------------
