@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -176,7 +177,8 @@ def eval_(
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
                       timeout) if judge_model else None
     summary = call(run_eval, config, world, judge, show_progress=progress, resume=out)
-    print_summary(summary, Console())
+    # piped (a log, CI), rich would squeeze the tables into 80 columns and cut their heads ("triv…")
+    print_summary(summary, Console() if sys.stdout.isatty() else Console(width=200))
     note(f"wrote {out}/predictions.jsonl, summary.json, report.md")
     _html_report(out)
     if summary["failed"] == summary["rows"]:

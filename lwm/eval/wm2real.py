@@ -83,6 +83,17 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
     return record
 
 
+_STEP_FIELDS = {"turn", "exact", "edit_similarity", "line_f1"}
+
+
+def _record_problem(record: dict) -> str | None:
+    # A journal line that is not a replay record (hand-edited, another tool's): named, not guessed at.
+    steps = record.get("steps")
+    if isinstance(steps, list) and all(isinstance(s, dict) and _STEP_FIELDS <= s.keys() for s in steps):
+        return None
+    return f"not a wm2real record (steps with {', '.join(sorted(_STEP_FIELDS))}); delete the line to replay it again"
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Overall and per-depth divergence, reward agreement and false-success rate (means
     and rates ×100, rounded to 2 places; ``None`` where nothing was counted)."""
@@ -158,7 +169,7 @@ def wm2real(trajectories: Path, out: Path, *, concurrency: int = 1, show_progres
     check_run_settings(out / "wm2real_run.json",
                        {"trajectories": hashlib.sha256(Path(trajectories).read_bytes()).hexdigest()})
     report = run_jobs([(t.id, t) for t in trajs], replay_in_real, journal=out / "wm2real.jsonl",
-                      concurrency=concurrency, description="wm2real", progress=show_progress)
+                      concurrency=concurrency, description="wm2real", progress=show_progress, check=_record_problem)
     summary = summarize(report.ordered([t.id for t in trajs]))
     summary["failed"] = report.failures
     write_atomic(out / "summary.json", dumps(summary) + "\n")

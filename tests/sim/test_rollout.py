@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.domains.terminal import keys
-from lwm.errors import RunMismatchError
+from lwm.errors import RowFormatError, RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
 from lwm.sim.rollout import RolloutConfig, rollout
@@ -125,6 +125,9 @@ def test_wm2real_does_not_resume_into_another_trajectories_file(tmp_path):
     with pytest.raises(RunMismatchError, match="trajectories"):
         wm2real(tmp_path / "b.jsonl", tmp_path / "w", show_progress=False)
     assert wm2real(tmp_path / "a.jsonl", tmp_path / "w", show_progress=False).summary["trajectories"] == 0
+    (tmp_path / "w" / "wm2real.jsonl").write_text(json.dumps({"id": "os/a", "steps": [{"turn": 1}]}) + "\n")
+    with pytest.raises(RowFormatError, match="wm2real.jsonl:1: not a wm2real record"):  # not a bare KeyError
+        wm2real(tmp_path / "a.jsonl", tmp_path / "w", show_progress=False)
 
 
 def test_llm_policy_against_the_simulator(tmp_path):
