@@ -345,7 +345,7 @@ def agent_tasks(
     from lwm.domains.tasks import task_set, write_task_file
 
     items = [(d, t, s) for d in dict.fromkeys(domain) for t, s in call(task_set, d, split, tasks, seed)]
-    note(f"wrote {write_task_file(out, items)} tasks to {out}")
+    note(f"wrote {call(write_task_file, out, items)} tasks to {out}")
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

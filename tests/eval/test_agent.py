@@ -4,6 +4,7 @@ simulator; garbage from the policy is counted, never a crash."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import needs_sandbox
@@ -186,6 +187,15 @@ def test_a_broken_task_file_line_is_named(tmp_path, line, message):
                                  "--out", str(tmp_path / "run"), "--no-progress"])
     assert result.exit_code == 2 and f"{tasks}{message}" in result.output.replace("\n", ""), result.output
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_task_file_is_never_written_over_a_device_or_a_folder(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in (fifo, tmp_path):
+        result = runner.invoke(app, ["agent", "tasks", str(out), "--tasks", "1"])
+        assert result.exit_code == 2 and f"{out} exists and is not a regular file" in result.output, result.output
+    assert fifo.is_fifo()
 
 
 def test_a_domain_the_task_file_lacks_is_named_with_those_it_has(tmp_path):
