@@ -48,6 +48,7 @@ from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
+from lwm.envs.cache import ReplayCache
 from lwm.errors import DataNotFoundError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
@@ -480,8 +481,12 @@ def _tagged_reward(completions, **_: Any) -> list[float]:
 def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     """Run (or resume) GRPO; save checkpoints, the adapter and its GGUF export.
 
+    Everything the run needs (tasks, cache, world model, data) is checked before the
+    trained model loads.
+
     Raises:
-        ValueError: bad settings (see :class:`RLConfig`), too few tasks.
+        ValueError: bad settings (see :class:`RLConfig`), too few tasks, an empty replay cache.
+        LwmError: ``cache`` is not a replay cache.
         RunMismatchError: resuming ``out`` with other settings.
         FileExistsError: ``out`` holds checkpoints and ``resume`` is false.
         ModelUnavailableError: the model, the world model or the training libraries are missing.
@@ -514,6 +519,13 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     if config.objective == "agent":
         from datasets import Dataset
 
+        if config.cache is not None:  # not a replay cache, or nothing to replay: said now, not at the first episode
+            cache = ReplayCache(config.cache)
+            try:
+                if config.backend == "replay" and not len(cache):
+                    raise ValueError(f"--cache {config.cache} holds no observation: replay has nothing to play")
+            finally:
+                cache.close()
         tasks = agent_tasks(config)
         rollout = AgentRollout(config, tasks, log=out / "episodes.jsonl")
         for factory in rollout.factories.values():  # load the world model now: a typo fails before training

@@ -12,7 +12,8 @@ from servers import chat_stub, completion
 
 pytest.importorskip("trl")
 
-from lwm.errors import RunMismatchError  # noqa: E402
+from lwm.envs.cache import ReplayCache  # noqa: E402
+from lwm.errors import LwmError, RunMismatchError  # noqa: E402
 from lwm.train.rl import AgentRollout, RLConfig, agent_tasks, train_rl  # noqa: E402
 
 SCREEN = "root@sandbox:/app# ls\nnotes.txt\nroot@sandbox:/app#"
@@ -113,6 +114,12 @@ def test_bad_settings_are_refused_before_a_model_loads_or_a_sandbox_starts(tmp_p
     (tmp_path / "file").write_text("")
     with pytest.raises(FileExistsError, match="is a file"):
         train_rl(RLConfig(out=tmp_path / "file"), show_progress=False)
+    (tmp_path / "notes.txt").write_text("not a database, not a cache\n")
+    with pytest.raises(LwmError, match="notes.txt: not a replay cache"):
+        train_rl(RLConfig(out=tmp_path / "run", backend="replay", cache=tmp_path / "notes.txt"), show_progress=False)
+    ReplayCache(tmp_path / "empty.sqlite").close()
+    with pytest.raises(ValueError, match="empty.sqlite holds no observation: replay has nothing to play"):
+        train_rl(RLConfig(out=tmp_path / "run", backend="replay", cache=tmp_path / "empty.sqlite"), show_progress=False)
 
 
 def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
