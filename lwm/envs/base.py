@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from lwm.errors import ActionFormatError
+
 
 @dataclass(frozen=True)
 class Check:
@@ -206,13 +208,28 @@ class EnvironmentBase:
         raise NotImplementedError
 
     def probe(self, action: str) -> str:
-        """The observation of ``action`` for a verifier; by default, a plain step."""
-        return self.step(action).observation
+        """The observation of ``action`` for a verifier; by default, a plain step.
+
+        Raises:
+            ActionFormatError: ``action`` is no action of the domain (the step answered
+                with an ``action_error``).
+        """
+        result = self.step(action)
+        if "action_error" in result.info:
+            raise ActionFormatError(self.domain, action, result.info["action_error"])
+        return result.observation
 
     def verify(self) -> float | None:
+        """1.0 or 0.0 as the task's check passes on the probe's observation; ``None`` without
+        a check, or when the probe is no action of the domain (its error text is no verdict:
+        it could even contain what the check expects)."""
         if self.task is None or self.task.check is None:
             return None
-        return 1.0 if self.task.check.passes(self.probe(self.task.check.probe)) else 0.0
+        try:
+            observation = self.probe(self.task.check.probe)
+        except ActionFormatError:
+            return None
+        return 1.0 if self.task.check.passes(observation) else 0.0
 
     def snapshot(self) -> Any:
         raise NotImplementedError(f"the {self.domain} environment cannot snapshot its state")

@@ -189,6 +189,19 @@ def test_a_broken_task_file_line_is_named(tmp_path, line, message):
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@needs_sandbox
+def test_a_check_whose_probe_is_no_action_gives_no_verdict(tmp_path):
+    # the probe's error text ("[invalid action] not JSON (Expecting value)") holds the "o" the
+    # check expects: it was read as a success
+    task = {"name": "t", "instruction": "look", "check": {"probe": "not a tool call", "expect": "o"}}
+    line = {"domain": "fs", "task": task, "solution": ['{"name": "list_directory", "arguments": {"path": "/app"}}']}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(line) + "\n")
+    res = agent_eval(AgentEvalConfig(out=tmp_path / "run", tasks_file=tmp_path / "tasks.jsonl", policy="oracle"),
+                     show_progress=False)
+    fs = res.summary["domains"]["fs"]
+    assert fs["success"]["successes"] == 0 and fs["unknown_verdicts"] == 1 and fs["valid_action_rate"] == 1.0
+
+
 def test_a_task_file_is_never_written_over_a_device_or_a_folder(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
