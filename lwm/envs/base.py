@@ -91,9 +91,9 @@ class Task:
         """The inverse of :meth:`to_dict` (``check`` may be a :class:`Check` or a dict).
 
         Raises:
-            ValueError: not a mapping, unknown fields, no ``name``, a field of the wrong type (``setup`` a
-                list of texts, ``files`` an object of texts, ``options`` an object), or a
-                malformed ``check``.
+            ValueError: not a mapping, unknown fields, no ``name``, a field of the wrong
+                type (``setup`` a list of texts, ``files`` an object of texts, ``options`` an
+                object), or a malformed ``check``.
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"a task is an object (Task.to_dict()), not {type(data).__name__}")
@@ -106,7 +106,7 @@ class Task:
         for key in ("family", "instruction"):
             if not isinstance(data.get(key, ""), str):
                 raise ValueError(f"a task's {key} is text, not {type(data[key]).__name__}")
-        if isinstance(setup, str) or not isinstance(setup, (list, tuple)) or not all(isinstance(s, str) for s in setup):
+        if not isinstance(setup, (list, tuple)) or not all(isinstance(s, str) for s in setup):
             raise ValueError(f"a task's setup is a list of texts, not {setup!r:.80}")
         if not isinstance(files, Mapping) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError(f"a task's files are an object of {{path: text}}, not {files!r:.80}")

@@ -210,8 +210,8 @@ def _train_families(domain: str, max_steps: int) -> list:
 
 
 def _distinct_tasks(pool: list, config: RLConfig) -> Iterator[Task]:
-    """The distinct tasks of ``pool``, families in turn, until ``100 × tasks`` draws or a whole
-    round of families that gave only tasks already drawn, many times over."""
+    """The distinct tasks of ``pool``, families in turn, until ``100 × tasks`` draws, or until
+    64 draws per family in a row gave only tasks already drawn (the families are exhausted)."""
     from lwm.domains.tasks import task_key
 
     seen: set[str] = set()
@@ -244,9 +244,9 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
     for domain in config.domains:
         spec = domains.get(domain)
         pool = _train_families(domain, config.max_task_steps)
-        too_few = ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
+        too_few = f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}"
         if sum(1 for _ in itertools.islice(_distinct_tasks(pool, config), config.tasks)) < config.tasks:
-            raise too_few  # counted before any is started for real
+            raise ValueError(too_few)  # counted before any is started for real
         taken = 0
         for task in _distinct_tasks(pool, config):
             start = real_start(domain, task) if config.backend != "replay" else None
@@ -261,7 +261,7 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
             if taken == config.tasks:
                 break
         if taken < config.tasks:
-            raise too_few
+            raise ValueError(too_few)
     return out
 
 
