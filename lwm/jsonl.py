@@ -123,8 +123,15 @@ def dumps(obj: Any) -> str:
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; on success it replaces ``path`` (with the
     usual file mode), on an exception it is removed, so readers see the old file or the new
-    one, never half."""
+    one, never half.
+
+    Raises:
+        FileExistsError: ``path`` exists and is not a regular file (a directory, a device
+            such as ``/dev/null``: replacing it would destroy it, and as root it can).
+    """
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise FileExistsError(f"{path} exists and is not a regular file; it is not replaced")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)

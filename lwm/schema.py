@@ -280,8 +280,9 @@ def parse_row(obj: dict, path: str | Path, line: int) -> BenchRow:
     """One AgentWorldBench row from its decoded JSON (line ``line`` of ``path``).
 
     Raises:
-        RowFormatError: a field is missing or wrong, or ``prompt``/``response`` are
-            shorter than ``turn_idx`` (the message names the file and the line).
+        RowFormatError: a field is missing or wrong, ``prompt``/``response`` are shorter
+            than ``turn_idx``, or ``task`` names no domain (the message names the file and
+            the line).
     """
     for key in ("prompt", "response"):  # the reference script also accepts a bare string
         if isinstance(obj.get(key), str):
@@ -295,6 +296,8 @@ def parse_row(obj: dict, path: str | Path, line: int) -> BenchRow:
     if len(row.response) < row.turn_idx or len(row.prompt) < row.turn_idx:
         raise RowFormatError(path, line, f"turn_idx={row.turn_idx} but prompt has {len(row.prompt)} and response "
                              f"{len(row.response)} items")
+    if not row.domain.strip():  # it would be scored, and tabled, as a domain without a name
+        raise RowFormatError(path, line, f"task {row.task!r} names no domain (e.g. 'terminal' or 'x/terminal')")
     return row
 
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from lwm.errors import RowFormatError, RunMismatchError
-from lwm.jsonl import check_run_settings, iter_jsonl, read_json
+from lwm.jsonl import check_run_settings, iter_jsonl, read_json, write_atomic
 
 
 def test_read_json_names_the_file_and_line(tmp_path):
@@ -59,3 +59,16 @@ def test_check_run_settings_records_then_compares(tmp_path):
     path.write_text("{")
     with pytest.raises(RowFormatError, match=r"run\.json:1: not valid JSON"):
         check_run_settings(path, {"model": "a"})
+
+
+def test_atomic_writes_never_replace_what_is_not_a_regular_file(tmp_path):
+    # os.replace would swap a FIFO, a directory or, as root, /dev/null itself for a plain file
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    for path in (fifo, folder):
+        with pytest.raises(FileExistsError, match="exists and is not a regular file; it is not replaced"):
+            write_atomic(path, "x\n")
+    assert fifo.is_fifo() and folder.is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "folder"]
+    write_atomic(tmp_path / "new" / "file.txt", "x\n")  # a new file, and its folder, are fine
+    assert (tmp_path / "new" / "file.txt").read_text() == "x\n"

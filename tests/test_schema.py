@@ -72,6 +72,10 @@ def test_unknown_fields_and_string_prompts_are_accepted(tmp_path):
          "turn_idx=3"),
         (json.dumps({"task": "x", "id": 1, "turn_idx": 0, "total_turns": 1, "prompt": ["a"], "response": ["b"]}),
          "turn_idx"),
+        (json.dumps({"task": "bench/", "id": "i", "turn_idx": 1, "total_turns": 1, "prompt": ["a"], "response": ["b"]}),
+         "task 'bench/' names no domain"),
+        (json.dumps({"task": " ", "id": "i", "turn_idx": 1, "total_turns": 1, "prompt": ["a"], "response": ["b"]}),
+         "task ' ' names no domain"),
     ],
 )
 def test_malformed_line_names_file_and_line(tmp_path, line, message):

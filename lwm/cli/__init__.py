@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -176,7 +177,8 @@ def eval_(
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
                       timeout) if judge_model else None
     summary = call(run_eval, config, world, judge, show_progress=progress, resume=out)
-    print_summary(summary, Console())
+    # piped (a log, CI), rich would squeeze the tables into 80 columns and cut their heads ("triv…")
+    print_summary(summary, Console() if sys.stdout.isatty() else Console(width=200))
     note(f"wrote {out}/predictions.jsonl, summary.json, report.md")
     _html_report(out)
     if summary["failed"] == summary["rows"]:
@@ -248,7 +250,7 @@ def wm2real(
 
     out = out or run_dir("wm2real")
     res = call(run_wm2real, trajectories, out, concurrency=concurrency, show_progress=progress, resume=out)
-    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.summary["trajectories"]:
         _html_report(out)
     if res.summary["failed"]:
@@ -320,7 +322,7 @@ def agent_eval(
                              base_url=base_url, api_key=api_key, reward=reward, replay=replay,
                              concurrency=concurrency, timeout=timeout)
     res = call(run_agent_eval, config, show_progress=progress, resume=out)
-    Console().print(to_markdown(res.summary), markup=False, highlight=False)
+    Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.failed:
         note(f"{len(res.failed)} episodes failed, e.g. {next(iter(res.failed.values()))} (see {out}/summary.json)",
              "yellow")
@@ -343,7 +345,7 @@ def agent_tasks(
     from lwm.domains.tasks import task_set, write_task_file
 
     items = [(d, t, s) for d in dict.fromkeys(domain) for t, s in call(task_set, d, split, tasks, seed)]
-    note(f"wrote {write_task_file(out, items)} tasks to {out}")
+    note(f"wrote {call(write_task_file, out, items)} tasks to {out}")
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

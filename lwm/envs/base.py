@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from lwm.errors import ActionFormatError
+
 
 @dataclass(frozen=True)
 class Check:
@@ -32,6 +34,20 @@ class Check:
     probe: str
     expect: str
     match: Literal["contains", "equals", "regex"] = "contains"
+
+    def __post_init__(self) -> None:
+        """Raises ValueError: a probe or expectation that is not text, an unknown ``match``,
+        a regex that does not compile (refused here, not when the first episode ends)."""
+        if not isinstance(self.probe, str) or not isinstance(self.expect, str):
+            raise ValueError(f"a check's probe and expect are text, not {type(self.probe).__name__} "
+                             f"and {type(self.expect).__name__}")
+        if self.match not in ("contains", "equals", "regex"):
+            raise ValueError(f"a check's match is contains, equals or regex, not {self.match!r}")
+        if self.match == "regex":
+            try:
+                re.compile(self.expect, re.MULTILINE)
+            except re.error as e:
+                raise ValueError(f"a check's regex {self.expect!r} does not compile: {e}") from None
 
     def passes(self, observation: str) -> bool:
         """Whether ``observation`` (the probe's result) satisfies the check."""
@@ -75,13 +91,27 @@ class Task:
         """The inverse of :meth:`to_dict` (``check`` may be a :class:`Check` or a dict).
 
         Raises:
-            ValueError: unknown fields, no ``name``, or a malformed ``check``.
+            ValueError: not a mapping, unknown fields, no ``name``, a field of the wrong
+                type (``setup`` a list of texts, ``files`` an object of texts, ``options`` an
+                object), or a malformed ``check``.
         """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a task is an object (Task.to_dict()), not {type(data).__name__}")
         unknown = set(data) - _TASK_FIELDS
         if unknown:
             raise ValueError(f"unknown task fields {sorted(unknown)} (known: {sorted(_TASK_FIELDS)})")
-        if not data.get("name"):
-            raise ValueError("a task needs a name")
+        name, setup, files = data.get("name"), data.get("setup", ()), data.get("files", {})
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a task needs a name (text), not {name!r}")
+        for key in ("family", "instruction"):
+            if not isinstance(data.get(key, ""), str):
+                raise ValueError(f"a task's {key} is text, not {type(data[key]).__name__}")
+        if not isinstance(setup, (list, tuple)) or not all(isinstance(s, str) for s in setup):
+            raise ValueError(f"a task's setup is a list of texts, not {setup!r:.80}")
+        if not isinstance(files, Mapping) or not all(isinstance(v, str) for v in files.values()):
+            raise ValueError(f"a task's files are an object of {{path: text}}, not {files!r:.80}")
+        if not isinstance(data.get("options", {}), Mapping):
+            raise ValueError(f"a task's options are an object, not {type(data['options']).__name__}")
         data = dict(data)
         check = data.pop("check", None)
         if isinstance(check, Mapping):
@@ -89,7 +119,9 @@ class Task:
                 check = Check(**check)
             except TypeError as e:
                 raise ValueError(f"malformed check {dict(check)!r}: {e}") from None
-        return cls(**{**data, "setup": tuple(data.get("setup", ())), "files": dict(data.get("files", {})),
+        elif check is not None and not isinstance(check, Check):
+            raise ValueError(f"a task's check is an object {{probe, expect, match}}, not {check!r:.80}")
+        return cls(**{**data, "setup": tuple(setup), "files": dict(files),
                       "options": dict(data.get("options", {})), "check": check or None})
 
 
@@ -176,13 +208,28 @@ class EnvironmentBase:
         raise NotImplementedError
 
     def probe(self, action: str) -> str:
-        """The observation of ``action`` for a verifier; by default, a plain step."""
-        return self.step(action).observation
+        """The observation of ``action`` for a verifier; by default, a plain step.
+
+        Raises:
+            ActionFormatError: ``action`` is no action of the domain (the step answered
+                with an ``action_error``).
+        """
+        result = self.step(action)
+        if "action_error" in result.info:
+            raise ActionFormatError(self.domain, action, result.info["action_error"])
+        return result.observation
 
     def verify(self) -> float | None:
+        """1.0 or 0.0 as the task's check passes on the probe's observation; ``None`` without
+        a check, or when the probe is no action of the domain (its error text is no verdict:
+        it could even contain what the check expects)."""
         if self.task is None or self.task.check is None:
             return None
-        return 1.0 if self.task.check.passes(self.probe(self.task.check.probe)) else 0.0
+        try:
+            observation = self.probe(self.task.check.probe)
+        except ActionFormatError:
+            return None
+        return 1.0 if self.task.check.passes(observation) else 0.0
 
     def snapshot(self) -> Any:
         raise NotImplementedError(f"the {self.domain} environment cannot snapshot its state")

@@ -174,9 +174,11 @@ def _tasks(config: AgentEvalConfig) -> list[tuple[str, Task, tuple[str, ...]]]:
     """``(episode id, task, reference solution)`` of every task to play."""
     if config.tasks_file:
         chosen = set(config.domains)
-        items = [(d, t, s) for d, t, s in read_task_file(config.tasks_file) if not chosen or d in chosen]
+        every = read_task_file(config.tasks_file)
+        items = [(d, t, s) for d, t, s in every if not chosen or d in chosen]
         if not items:
-            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)}")
+            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)} "
+                             f"(its domains: {', '.join(sorted({d for d, _, _ in every}))})")
     else:
         items = [(d, t, s) for d in config.domains or ("terminal",)
                  for t, s in task_set(d, config.split, config.tasks, config.seed)]
@@ -322,12 +324,12 @@ def to_markdown(summary: dict[str, Any]) -> str:
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, g in [*summary["domains"].items(), ("all", summary["overall"])]:
-        row = [name, _fmt_rate(g["success"]), str(g["valid_action_rate"]), str(g["well_formed_answer_rate"]),
-               str(g["cut_answers"]), str(g["mean_turns"]), str(g["real_steps"]), str(g["play_seconds"])]
+        row = [_fmt_rate(g["success"]), g["valid_action_rate"], g["well_formed_answer_rate"], g["cut_answers"],
+               g["mean_turns"], g["real_steps"], g["play_seconds"]]
         if sim:
-            row += [_fmt_rate(g.get("real_success_of_simulated_actions")), str(g.get("sim_to_real_ratio")),
-                    str(g.get("false_successes"))]
-        lines.append("| " + " | ".join(row) + " |")
+            row += [_fmt_rate(g.get("real_success_of_simulated_actions")), g.get("sim_to_real_ratio"),
+                    g.get("false_successes")]
+        lines.append(f"| {name} | " + " | ".join("—" if v is None else str(v) for v in row) + " |")
     if summary.get("failed"):
         lines += ["", f"{len(summary['failed'])} episodes failed to play (see summary.json)."]
     return "\n".join(lines) + "\n"

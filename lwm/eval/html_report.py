@@ -168,7 +168,8 @@ def load_run(path: Path) -> Run:
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
         if isinstance(e, LwmError):
             raise
-        raise RowFormatError(path, 0, f"a {kind} run whose files lwm did not write this way "
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise RowFormatError(path, 0, f"{article} {kind} run whose files lwm did not write this way "
                                       f"({type(e).__name__}: {e}); re-run the command that made it") from None
     run.kind, run.path = kind, path
     return run

@@ -149,8 +149,13 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     console.print(f"[bold]macro[/bold] {_headline(summary['macro'])}")
     console.print(f"[bold]micro[/bold] {_headline(summary['micro'])}")
     if summary["macro"].get("trivial_line_f1") is not None:
-        console.print(f"line F1 {summary['macro'].get('line_f1')} against {summary['macro']['trivial_line_f1']} "
-                      "for the trivial guess (baseline:trivial, column 'trivial') on the same rows")
+        # read against the domains the guess covers (a domain lwm does not know has none)
+        covered = [d for d, g in summary["domains"].items() if g.get("trivial_line_f1") is not None]
+        line_f1 = round(mean(summary["domains"][d]["line_f1"] for d in covered), 2)
+        where = "on the same rows" if len(covered) == len(summary["domains"]) else \
+            f"on the rows of {', '.join(covered)} ({len(covered)} of {len(summary['domains'])} domains have a guess)"
+        console.print(f"line F1 {line_f1} against {summary['macro']['trivial_line_f1']} for the trivial guess "
+                      f"(baseline:trivial, column 'trivial') {where}")
     errors = f" {summary['errors']}" if summary["errors"] else ""
     console.print(f"rows {summary['rows']}, failed {summary['failed']}{errors}, "
                   f"parse issues {summary['parse_issues'] or 'none'}")

@@ -13,11 +13,13 @@ started in the real environment and the same actions are played. Reported:
 
 Output directory: ``wm2real.jsonl`` (one record per trajectory, appended as they finish:
 a re-run resumes; scores per step in [0, 1]), ``summary.json`` and ``report.md`` (means
-and rates ×100, as ``lwm eval`` reports them).
+and rates ×100, as ``lwm eval`` reports them), ``wm2real_run.json`` (the sha256 of the
+trajectories file: a resume must replay the same one).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +27,11 @@ from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
+from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jobs import run_jobs
-from lwm.jsonl import dumps, write_atomic
+from lwm.jsonl import check_run_settings, dumps, iter_jsonl, write_atomic
 from lwm.metrics import fidelity
-from lwm.schema import Trajectory, read_trajectories
+from lwm.schema import Trajectory, parse_trajectory
 
 
 @dataclass
@@ -78,6 +81,17 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
         record["agree"] = (sim_reward >= 0.5) == (real_reward >= 0.5)
         record["false_success"] = sim_reward >= 0.5 and real_reward < 0.5
     return record
+
+
+_STEP_FIELDS = {"turn", "exact", "edit_similarity", "line_f1"}
+
+
+def _record_problem(record: dict) -> str | None:
+    # A journal line that is not a replay record (hand-edited, another tool's): named, not guessed at.
+    steps = record.get("steps")
+    if isinstance(steps, list) and all(isinstance(s, dict) and _STEP_FIELDS <= s.keys() for s in steps):
+        return None
+    return f"not a wm2real record (steps with {', '.join(sorted(_STEP_FIELDS))}); delete the line to replay it again"
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -136,14 +150,26 @@ def wm2real(trajectories: Path, out: Path, *, concurrency: int = 1, show_progres
         concurrency: trajectories replayed at once (each in its own sandbox).
 
     Raises:
-        RowFormatError: a malformed trajectory line (names file and line).
-        DataNotFoundError / OSError: the file cannot be read.
+        RowFormatError: a malformed trajectory line, or one whose id an earlier line has
+            (names file and line); the file cannot be read.
+        DataNotFoundError: the file holds no trajectory.
+        RunMismatchError: ``out`` holds the report of another trajectories file (its
+            content differs: a rollout gives the same ids to the same tasks every time).
     """
     out = Path(out)
+    trajs, first_line = [], {}
+    for line, obj in iter_jsonl(trajectories):
+        traj = parse_trajectory(obj, trajectories, line)
+        if (seen := first_line.setdefault(traj.id, line)) != line:
+            raise RowFormatError(trajectories, line, f"trajectory {traj.id} is already on line {seen}; ids must differ")
+        trajs.append(traj)
+    if not trajs:
+        raise DataNotFoundError(f"{trajectories} holds no trajectory")
     out.mkdir(parents=True, exist_ok=True)
-    trajs = list(read_trajectories(trajectories))
+    check_run_settings(out / "wm2real_run.json",
+                       {"trajectories": hashlib.sha256(Path(trajectories).read_bytes()).hexdigest()})
     report = run_jobs([(t.id, t) for t in trajs], replay_in_real, journal=out / "wm2real.jsonl",
-                      concurrency=concurrency, description="wm2real", progress=show_progress)
+                      concurrency=concurrency, description="wm2real", progress=show_progress, check=_record_problem)
     summary = summarize(report.ordered([t.id for t in trajs]))
     summary["failed"] = report.failures
     write_atomic(out / "summary.json", dumps(summary) + "\n")

@@ -70,7 +70,7 @@ class OpenAIChatModel:
 
         Raises:
             ModelUnavailableError: the server answered without a completion (its message
-                is quoted).
+                is quoted), with a body that is not JSON, or with content that is not text.
             openai.APIError: the request failed after the SDK's retries (connection,
                 timeout, HTTP error status).
         """
@@ -89,7 +89,11 @@ class OpenAIChatModel:
             kwargs["extra_body"] = sampling.extra_body
         async with self._slots:
             raw = await next(self._next_client).chat.completions.with_raw_response.create(**kwargs)
-        resp = raw.parse()
+        try:
+            resp = raw.parse()
+        except ValueError:  # JSON content type, body not JSON (or not UTF-8)
+            body = raw.http_response.content[:300]
+            raise ModelUnavailableError(f"{self.base_url}: the server's answer is not valid JSON: {body!r}") from None
         if isinstance(resp, str) or not resp.choices or resp.choices[0].message is None:
             raise ModelUnavailableError(f"{self.base_url}: {_no_completion(raw.http_response.text)}")
         choice = resp.choices[0]
@@ -99,12 +103,20 @@ class OpenAIChatModel:
         reasoning = extra.get("reasoning_content") or extra.get("reasoning")
         usage = resp.usage
         return Generation(
-            text=msg.content or "",
+            text=self._text(msg.content),
             reasoning=reasoning,
             finish_reason=choice.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
         )
+
+    def _text(self, content: Any) -> str:
+        # The SDK does not validate answers: content may arrive as a list of parts or a number.
+        if content is None or isinstance(content, str):
+            return content or ""
+        if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+            return "".join(p["text"] for p in content)  # OpenAI's content parts [{"type": "text", "text": …}]
+        raise ModelUnavailableError(f"{self.base_url}: the server's message content is not text: {content!r:.200}")
 
     def count_tokens(self, text: str) -> int:
         return approx_tokens(text)

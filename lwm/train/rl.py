@@ -40,18 +40,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lwm import domains
+from lwm.envs.base import Task
+from lwm.envs.cache import ReplayCache
 from lwm.errors import DataNotFoundError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import BACKENDS, EnvFactory
 
 RUN_FILE = "lwm_train.json"
 OBJECTIVES = ("agent", "fidelity")
@@ -133,6 +137,7 @@ class RLConfig:
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
+        self.domains = tuple(dict.fromkeys(self.domains))  # a domain named twice is trained on once
         if self.objective not in OBJECTIVES:
             raise ValueError(f"unknown objective {self.objective!r} ({' or '.join(OBJECTIVES)})")
         if self.objective == "fidelity" and self.data is None:
@@ -157,7 +162,15 @@ class RLConfig:
 
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
-        self.domains = tuple(dict.fromkeys(self.domains))
+        if self.objective == "agent":  # refused here, before train_rl loads any model
+            if self.backend not in BACKENDS:
+                raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
+            if self.backend in ("replay", "hybrid") and self.cache is None:
+                raise ValueError(f"the {self.backend} backend needs --cache (a replay cache file)")
+            if self.backend == "replay" and not Path(self.cache).is_file():
+                raise ValueError(f"--cache {self.cache} is not a file: replay plays only what a cache holds")
+            for domain in () if self.tasks_file else self.domains:
+                _train_families(domain, self.max_task_steps)
 
     def identity(self) -> dict[str, Any]:
         """What a resume must keep (everything but the run's length and its resume flag)."""
@@ -202,6 +215,35 @@ class RLResult:
 # ------------------------------------------------------------------------------- agent
 
 
+def _train_families(domain: str, max_steps: int) -> list:
+    """The train families of ``domain`` of at most ``max_steps`` actions (KeyError: none for the domain)."""
+    from lwm.domains.tasks import families
+
+    pool = [f for f in families(domain, "train") if f.steps <= max_steps]
+    if not pool:
+        raise ValueError(f"no train task family of {domain} takes at most {max_steps} actions")
+    return pool
+
+
+def _distinct_tasks(pool: list, config: RLConfig) -> Iterator[Task]:
+    """The distinct tasks of ``pool``, families in turn, until ``100 × tasks`` draws, or until
+    64 draws per family in a row gave only tasks already drawn (the families are exhausted)."""
+    from lwm.domains.tasks import task_key
+
+    seen: set[str] = set()
+    repeats = 0
+    for seed in range(100 * config.tasks):
+        task, _ = pool[seed % len(pool)].generate(config.seed * 100_003 + seed // len(pool))
+        if task_key(task) in seen:
+            repeats += 1
+            if repeats > 64 * len(pool):  # the families are exhausted
+                return
+            continue
+        repeats = 0
+        seen.add(task_key(task))
+        yield task
+
+
 def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
     """The training tasks, each with its prompt (the policy's first messages: the
     instruction and the real first screen): ``config.tasks`` distinct tasks per domain from
@@ -214,7 +256,7 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
         ValueError: too few distinct tasks; no task of the chosen domains in the task file.
         RowFormatError, DataNotFoundError: a damaged, empty or missing task file.
     """
-    from lwm.domains.tasks import families, read_task_file, task_key
+    from lwm.domains.tasks import read_task_file
     from lwm.sim.policy import agent_messages
     from lwm.sim.starts import real_start
 
@@ -239,19 +281,17 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
                              f"for a step of {config.prompts_per_step} prompts")
         return out
     for domain in config.domains:
-        pool = [f for f in families(domain, "train") if f.steps <= config.max_task_steps]
-        if not pool:
-            raise ValueError(f"no train task family of {domain} takes at most {config.max_task_steps} actions")
-        seen, seed, taken = set(), 0, 0
-        while taken < config.tasks and seed < 100 * config.tasks:
-            family = pool[seed % len(pool)]
-            task, _ = family.generate(config.seed * 100_003 + seed // len(pool))
-            seed += 1
-            if task_key(task) not in seen:
-                seen.add(task_key(task))
-                taken += add(domain, task)
+        pool = _train_families(domain, config.max_task_steps)
+        too_few = f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}"
+        if sum(1 for _ in itertools.islice(_distinct_tasks(pool, config), config.tasks)) < config.tasks:
+            raise ValueError(too_few)  # counted before any is started for real
+        taken = 0
+        for task in _distinct_tasks(pool, config):
+            taken += add(domain, task)
+            if taken == config.tasks:
+                break
         if taken < config.tasks:
-            raise ValueError(f"the train families of {domain} gave too few distinct tasks for --tasks {config.tasks}")
+            raise ValueError(too_few)
     return out
 
 
@@ -266,8 +306,6 @@ class AgentRollout:
     """
 
     def __init__(self, config: RLConfig, tasks: list[dict[str, Any]], log: Path | None = None) -> None:
-        from lwm.envs.base import Task
-
         self.config = config
         self.by_prompt = {json.dumps(t["prompt"], sort_keys=True): (t["domain"], Task.from_dict(json.loads(t["task"])))
                           for t in tasks}
@@ -496,9 +534,13 @@ def _tagged_reward(completions, **_: Any) -> list[float]:
 def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     """Run (or resume) GRPO; save checkpoints, the adapter and its GGUF export.
 
+    Everything the run needs (tasks, cache, world model, data) is checked before the
+    trained model loads.
+
     Raises:
-        ValueError: bad settings (see :class:`RLConfig`), too few tasks.
+        ValueError: bad settings (see :class:`RLConfig`), too few tasks, an empty replay cache.
         RowFormatError: a damaged task file (its file and line named).
+        LwmError: ``cache`` is not a replay cache.
         RunMismatchError: resuming ``out`` with other settings.
         FileExistsError: ``out`` holds checkpoints and ``resume`` is false.
         ModelUnavailableError: the model, the world model or the training libraries are missing.
@@ -527,12 +569,18 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         if diff:
             raise RunMismatchError(out, diff)
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    tasks = agent_tasks(config) if config.objective == "agent" else []  # a bad task fails before the model loads
-    model, tokenizer = _load_base(config.model)
     rollout = None
     if config.objective == "agent":
         from datasets import Dataset
 
+        tasks = agent_tasks(config)
+        if config.cache is not None:  # not a replay cache, or nothing to replay: said now, not at the first episode
+            cache = ReplayCache(config.cache)
+            try:
+                if config.backend == "replay" and not len(cache):
+                    raise ValueError(f"--cache {config.cache} holds no observation: replay has nothing to play")
+            finally:
+                cache.close()
         rollout = AgentRollout(config, tasks, log=out / "episodes.jsonl")
         for factory in rollout.factories.values():  # load the world model now: a typo fails before training
             factory.world_model()
@@ -541,6 +589,7 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     else:
         dataset = fidelity_dataset(config.data)
         reward_funcs, weights = [_fidelity_reward, _tagged_reward], [1.0, config.format_weight]
+    model, tokenizer = _load_base(config.model)  # last: bad tasks, data or world model fail without the wait
     if not run_file.is_file():  # recorded once everything it names was found: a typo does not lock --out
         write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
                                            "config": {**config.identity(), "max_steps": config.max_steps}},

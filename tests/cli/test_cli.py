@@ -1,9 +1,11 @@
 """The `lwm` command: wiring of flags, clear errors and exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 
+import pytest
 from conftest import make_data
 from servers import vllm_style_server
 
@@ -61,6 +63,24 @@ def test_every_row_failing_exits_nonzero(tmp_path):
     r = lwm("eval", "--data", str(data), "--out", str(tmp_path / "run"), "--base-url", "http://127.0.0.1:9/v1",
             "--model", "x", "--timeout", "2", "--no-progress")
     assert r.returncode == 1 and "every row failed" in r.stderr
+
+
+def test_eval_tables_piped_keep_their_heads_and_the_trivial_guess_is_read_on_its_own_domains(tmp_path):
+    data = make_data(tmp_path, episodes=1, turns=2)
+    rows = (data / "terminal_test.jsonl").read_text()
+    (data / "quantum_test.jsonl").write_text(rows.replace('"task": "terminal"', '"task": "quantum"'))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--data", str(data), "--out", str(tmp_path / "run"),
+                        "--model", "baseline:trivial", "--no-progress"], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert "┃ line F1 ┃ trivial ┃" in r.stdout and "…" not in r.stdout  # not squeezed into 80 columns
+    # macro line F1 averages both domains (quantum: 0), the trivial guess only terminal: compared on terminal
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    terminal = summary["domains"]["terminal"]
+    assert summary["macro"]["line_f1"] == pytest.approx(terminal["line_f1"] / 2, abs=0.01)
+    assert (f"line F1 {terminal['line_f1']} against {terminal['trivial_line_f1']} for the trivial guess "
+            "(baseline:trivial, column 'trivial') on the rows of terminal (1 of 2 domains have a guess)") in r.stdout
 
 
 def test_adapter_needs_a_local_model(tmp_path):

@@ -108,6 +108,20 @@ def test_bad_input_is_refused_clearly():
         task_set("db", "train", -1)
 
 
+def test_every_family_task_survives_its_file_form_and_bad_checks_are_refused():
+    for domain, name in ALL:
+        task, _ = _family(domain, name).generate(3)
+        assert Task.from_dict(json.loads(json.dumps(task.to_dict()))) == task
+    with pytest.raises(ValueError, match="regex '\\(a' does not compile"):
+        Check("cat x", "(a", "regex")
+    with pytest.raises(ValueError, match="match is contains, equals or regex, not 'glob'"):
+        Check("cat x", "a", "glob")
+    with pytest.raises(ValueError, match="a task's setup is a list of texts"):
+        Task.from_dict({"name": "t", "setup": "touch a"})  # not seven one-letter commands
+    with pytest.raises(ValueError, match="a task is an object"):
+        Task.from_dict("make-dir")  # a recorded task_spec that is not one
+
+
 # -- plausible wrong attempts: (task, solution) -> actions that must not pass ------------------
 def _typed(action):
     return json.loads(action)[0]["keystrokes"]

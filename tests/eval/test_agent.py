@@ -4,6 +4,7 @@ simulator; garbage from the policy is counted, never a crash."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import needs_sandbox
@@ -129,6 +130,9 @@ def test_a_task_file_written_edited_and_played(tmp_path):
                                  "--out", str(out), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert json.loads((out / "summary.json").read_text())["overall"]["success"]["successes"] == 2  # db only
+    # the Markdown table on stdout keeps one row a line (not wrapped at 80 columns); no answers: "—"
+    assert "| domain | success ± 95% CI | valid actions | well-formed answers | cut answers | mean turns |" \
+        in result.output and "| all | 100.0 % [34.2, 100.0] (2/2) | 1.0 | — | 0 | 1.0 | 2 |" in result.output
     # every domain of the file; the oracle needs a solution on every line
     result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--policy", "oracle",
                                  "--out", str(tmp_path / "all"), "--no-progress"])
@@ -158,6 +162,23 @@ GOOD_TASK = {"name": "t", "instruction": "do it", "check": {"probe": "SELECT 1;"
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "colour": "red"}}), ":2: malformed task: unknown task fields"),
     (json.dumps({"domain": "db", "task": GOOD_TASK, "solution": "SELECT 1;"}), ":2: 'solution' must be a list"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "name": "first"}}), ":2: task db/first is already on line 1"),
+    # wrong types and checks that could never pass, refused on reading rather than when an episode ends
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "setup": "CREATE TABLE t (a)"}}), ":2: malformed task: a task's "
+     "setup is a list of texts"),  # a string, not split into characters
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "name": 7}}), ":2: malformed task: a task needs a name"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "name": "  "}}), ":2: malformed task: a task needs a name"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "instruction": ["do"]}}), ":2: malformed task: a task's "
+     "instruction is text"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {"/app/a": 5}}}), ":2: malformed task: a task's files"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": [1]}}), ":2: malformed task: a task's options"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": "SELECT 1;"}}), ":2: malformed task: a task's check "
+     "is an object"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": {"probe": "SELECT 1;", "expect": 1}}}),
+     ":2: malformed task: a check's probe and expect are text"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": {"probe": "SELECT 1;", "expect": "1", "match": "glob"}}}),
+     ":2: malformed task: a check's match is contains, equals or regex, not 'glob'"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": {"probe": "SELECT 1;", "expect": "(1", "match": "regex"}}}),
+     ":2: malformed task: a check's regex '(1' does not compile"),
 ])
 def test_a_broken_task_file_line_is_named(tmp_path, line, message):
     tasks = tmp_path / "tasks.jsonl"
@@ -166,6 +187,36 @@ def test_a_broken_task_file_line_is_named(tmp_path, line, message):
                                  "--out", str(tmp_path / "run"), "--no-progress"])
     assert result.exit_code == 2 and f"{tasks}{message}" in result.output.replace("\n", ""), result.output
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@needs_sandbox
+def test_a_check_whose_probe_is_no_action_gives_no_verdict(tmp_path):
+    # the probe's error text ("[invalid action] not JSON (Expecting value)") holds the "o" the
+    # check expects: it was read as a success
+    task = {"name": "t", "instruction": "look", "check": {"probe": "not a tool call", "expect": "o"}}
+    line = {"domain": "fs", "task": task, "solution": ['{"name": "list_directory", "arguments": {"path": "/app"}}']}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(line) + "\n")
+    res = agent_eval(AgentEvalConfig(out=tmp_path / "run", tasks_file=tmp_path / "tasks.jsonl", policy="oracle"),
+                     show_progress=False)
+    fs = res.summary["domains"]["fs"]
+    assert fs["success"]["successes"] == 0 and fs["unknown_verdicts"] == 1 and fs["valid_action_rate"] == 1.0
+
+
+def test_a_task_file_is_never_written_over_a_device_or_a_folder(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in (fifo, tmp_path):
+        result = runner.invoke(app, ["agent", "tasks", str(out), "--tasks", "1"])
+        assert result.exit_code == 2 and f"{out} exists and is not a regular file" in result.output, result.output
+    assert fifo.is_fifo()
+
+
+def test_a_domain_the_task_file_lacks_is_named_with_those_it_has(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"domain": "db", "task": GOOD_TASK}) + "\n")
+    result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--domain", "fs", "--policy", "oracle",
+                                 "--out", str(tmp_path / "run"), "--no-progress"])
+    assert result.exit_code == 2 and "holds no task of fs (its domains: db)" in result.output, result.output
 
 
 def test_an_empty_or_missing_task_file_is_refused(tmp_path):

@@ -367,7 +367,13 @@ def test_damaged_runs_are_named_and_run_files_never_overwritten(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "predictions.jsonl").write_text(json.dumps({"key": 5, "domain": "db"}) + "\n")
-    with pytest.raises(RowFormatError, match="run whose files lwm did not write this way"):
+    with pytest.raises(RowFormatError, match="run/?:0: an eval run whose files lwm did not write this way"):
         write_html_report([run], tmp_path / "r.html")
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    for name, text in (("agent_eval.json", "{}"), ("episodes.jsonl", ""), ("summary.json", '{"domains": 5}')):
+        (agent / name).write_text(text + "\n")
+    with pytest.raises(RowFormatError, match="agent:0: an agent eval run whose files lwm did not write this way"):
+        write_html_report([agent], tmp_path / "r.html")
     with pytest.raises(FileExistsError, match="not an HTML file"):
         write_html_report([run], run / "predictions.jsonl")

@@ -102,6 +102,9 @@ SSE_ERROR = (
     ({"error": "upstream timed out"}, "the server answered with an error: upstream timed out"),
     (Response(SSE_ERROR, media_type="text/event-stream"), "the server answered with an error: CUDA out of memory"),
     ({"id": "x", "object": "chat.completion", "choices": [], "model": "m"}, "the server answered without a completion"),
+    (Response("{not json", media_type="application/json"), "the server's answer is not valid JSON: b'{not json'"),
+    (Response(b'{"choices": "\xff"}', media_type="application/json"), "the server's answer is not valid JSON"),
+    (completion(5), "the server's message content is not text: 5"),
 ])
 async def test_error_answers_with_status_200_raise_the_servers_message(answer, message):
     with chat_stub(lambda body: answer) as (base_url, log):
@@ -134,6 +137,14 @@ async def test_finish_reason_and_token_counts_are_returned():
             "<predicted_observation>hi", "length", 31, 12)
         gen = await model.generate(MESSAGES, SamplingParams())  # a server that reports no usage
         assert (gen.finish_reason, gen.prompt_tokens, gen.completion_tokens) == ("stop", None, None)
+        await model.aclose()
+
+
+async def test_content_in_parts_is_joined():
+    parts = [{"type": "text", "text": "echo "}, {"type": "text", "text": "hi"}]
+    with chat_stub(lambda body: completion(parts)) as (url, _):
+        model = load_model("stub", base_url=url)
+        assert (await model.generate(MESSAGES, SamplingParams())).text == "echo hi"
         await model.aclose()
 
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.domains.terminal import keys
-from lwm.errors import RunMismatchError
+from lwm.errors import RowFormatError, RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
 from lwm.sim.rollout import RolloutConfig, rollout
@@ -96,6 +96,38 @@ def test_wm2real_names_a_malformed_line(tmp_path):
     bad.write_text(json.dumps({"id": "x"}) + "\n")
     result = runner.invoke(app, ["wm2real", str(bad), "--out", str(tmp_path / "w"), "--no-progress"])
     assert result.exit_code == 2 and "t.jsonl:1" in result.output
+
+
+def _os_trajectory(id_, reward=None):
+    # a domain with no real environment here: its replay fails at once, counted (no sandbox needed)
+    return json.dumps({"id": id_, "domain": "os", "system_prompt": "s", "initial_observation": "", "turns": [],
+                       "reward": reward, "metadata": {"task_spec": {"name": "t"}}}) + "\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    (_os_trajectory("os/a") + _os_trajectory("os/a", 1.0), "t.jsonl:2: trajectory os/a is already on line 1"),
+    ("\n", "t.jsonl holds no trajectory"),
+])
+def test_wm2real_refuses_a_file_it_could_not_report_truly(tmp_path, text, message):
+    (tmp_path / "t.jsonl").write_text(text)
+    result = runner.invoke(app, ["wm2real", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "w"), "--no-progress"])
+    assert result.exit_code == 2 and message in result.output.replace("\n", ""), result.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_wm2real_does_not_resume_into_another_trajectories_file(tmp_path):
+    # rollouts name episodes by task and number: two runs share ids, and the first one's
+    # replays must not stand for the second's
+    (tmp_path / "a.jsonl").write_text(_os_trajectory("os/a"))
+    (tmp_path / "b.jsonl").write_text(_os_trajectory("os/a", 1.0))
+    first = wm2real(tmp_path / "a.jsonl", tmp_path / "w", show_progress=False)
+    assert list(first.summary["failed"]) == ["os/a"] and "NoRealEnvironmentError" in first.summary["failed"]["os/a"]
+    with pytest.raises(RunMismatchError, match="trajectories"):
+        wm2real(tmp_path / "b.jsonl", tmp_path / "w", show_progress=False)
+    assert wm2real(tmp_path / "a.jsonl", tmp_path / "w", show_progress=False).summary["trajectories"] == 0
+    (tmp_path / "w" / "wm2real.jsonl").write_text(json.dumps({"id": "os/a", "steps": [{"turn": 1}]}) + "\n")
+    with pytest.raises(RowFormatError, match="wm2real.jsonl:1: not a wm2real record"):  # not a bare KeyError
+        wm2real(tmp_path / "a.jsonl", tmp_path / "w", show_progress=False)
 
 
 def test_llm_policy_against_the_simulator(tmp_path):

@@ -12,7 +12,8 @@ from servers import chat_stub, completion
 
 pytest.importorskip("trl")
 
-from lwm.errors import RunMismatchError  # noqa: E402
+from lwm.envs.cache import ReplayCache  # noqa: E402
+from lwm.errors import LwmError, RunMismatchError  # noqa: E402
 from lwm.train.rl import AgentRollout, RLConfig, agent_tasks, train_rl  # noqa: E402
 
 SCREEN = "root@sandbox:/app# ls\nnotes.txt\nroot@sandbox:/app#"
@@ -85,7 +86,40 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="unknown objective"):
         RLConfig(out="x", objective="vibes")
     with pytest.raises(KeyError, match="no task families for domain 'web'"):
-        agent_tasks(RLConfig(out="x", domains=("web",), backend="replay"))
+        RLConfig(out="x", domains=("web",))
+    with pytest.raises(KeyError, match="unknown domain 'nowhere'"):
+        RLConfig(out="x", domains=("nowhere",))
+    with pytest.raises(ValueError, match="unknown backend 'dream'"):
+        RLConfig(out="x", backend="dream")
+    with pytest.raises(ValueError, match="the hybrid backend needs --cache"):
+        RLConfig(out="x", backend="hybrid")
+    with pytest.raises(ValueError, match="is not a file: replay plays only what a cache holds"):
+        RLConfig(out="x", backend="replay", cache="/nonexistent/cache.sqlite")
+    with pytest.raises(ValueError, match="1 tasks in all cannot fill a step of 2 prompts"):
+        RLConfig(out="x", domains=("terminal", "terminal"), tasks=1)  # one domain, named twice
+
+
+def test_bad_settings_are_refused_before_a_model_loads_or_a_sandbox_starts(tmp_path, monkeypatch):
+    import lwm.sim.starts
+    import lwm.train.sft
+
+    def never(*_, **__):
+        raise AssertionError("reached")
+
+    monkeypatch.setattr(lwm.train.sft, "_load_base", never)
+    monkeypatch.setattr(lwm.sim.starts, "real_start", never)
+    # swe's one-action train families hold about a thousand distinct tasks: counted, not started
+    with pytest.raises(ValueError, match="the train families of swe gave too few distinct tasks for --tasks 5000"):
+        train_rl(RLConfig(out=tmp_path / "run", domains=("swe",), backend="real", tasks=5000), show_progress=False)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError, match="is a file"):
+        train_rl(RLConfig(out=tmp_path / "file"), show_progress=False)
+    (tmp_path / "notes.txt").write_text("not a database, not a cache\n")
+    with pytest.raises(LwmError, match="notes.txt: not a replay cache"):
+        train_rl(RLConfig(out=tmp_path / "run", backend="replay", cache=tmp_path / "notes.txt"), show_progress=False)
+    ReplayCache(tmp_path / "empty.sqlite").close()
+    with pytest.raises(ValueError, match="empty.sqlite holds no observation: replay has nothing to play"):
+        train_rl(RLConfig(out=tmp_path / "run", backend="replay", cache=tmp_path / "empty.sqlite"), show_progress=False)
 
 
 def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
@@ -97,20 +131,23 @@ def test_a_run_that_could_not_take_a_step_is_refused_before_it_starts():
 
 def test_training_tasks_from_a_task_file(tmp_path):
     from lwm.domains.tasks import task_set, write_task_file
+    from lwm.envs.cache import ReplayCache
     from lwm.errors import DataNotFoundError, RowFormatError
 
-    tasks = tmp_path / "tasks.jsonl"
+    tasks, cache = tmp_path / "tasks.jsonl", tmp_path / "cache.sqlite"
+    ReplayCache(cache).close()  # replay: prompts without a real first screen, no sandbox needed here
     write_task_file(tasks, [(d, t, s) for d in ("db", "code") for t, s in task_set(d, "train", 2, seed=3)])
-    every = agent_tasks(RLConfig(out=tmp_path / "a", tasks_file=tasks, backend="replay"))
+    every = agent_tasks(RLConfig(out=tmp_path / "a", tasks_file=tasks, backend="replay", cache=cache))
     assert [t["domain"] for t in every] == ["db", "db", "code", "code"]
     assert json.loads(every[0]["task"])["name"] == task_set("db", "train", 2, seed=3)[0][0].name
     assert [t["domain"] for t in agent_tasks(RLConfig(out=tmp_path / "b", tasks_file=tasks, domains=("code",),
-                                                      backend="replay"))] == ["code", "code"]
+                                                      backend="replay", cache=cache))] == ["code", "code"]
     with pytest.raises(ValueError, match="holds 0 distinct tasks of the chosen domains"):
-        agent_tasks(RLConfig(out=tmp_path / "c", tasks_file=tasks, domains=("terminal",), backend="replay"))
+        agent_tasks(RLConfig(out=tmp_path / "c", tasks_file=tasks, domains=("terminal",), backend="replay",
+                             cache=cache))
     with pytest.raises(DataNotFoundError, match="no task file"):
         RLConfig(out=tmp_path / "d", tasks_file=tmp_path / "missing.jsonl")
     tasks.write_text(tasks.read_text() + "{oops\n")
     with pytest.raises(RowFormatError, match=r"tasks.jsonl:5: not valid JSON"):
-        train_rl(RLConfig(out=tmp_path / "e", tasks_file=tasks, backend="replay"))  # before any model loads
+        train_rl(RLConfig(out=tmp_path / "e", tasks_file=tasks, backend="replay", cache=cache))  # no model loaded
     assert not (tmp_path / "e" / "lwm_train.json").exists()
