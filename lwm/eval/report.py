@@ -149,7 +149,7 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     console.print(f"[bold]macro[/bold] {_headline(summary['macro'])}")
     console.print(f"[bold]micro[/bold] {_headline(summary['micro'])}")
     if summary["macro"].get("trivial_line_f1") is not None:
-        # read against the domains the guess covers (a domain lwm does not know has none)
+        # read against the domains it was computed for (not for a row without a readable action)
         covered = [d for d, g in summary["domains"].items() if g.get("trivial_line_f1") is not None]
         line_f1 = round(mean(summary["domains"][d]["line_f1"] for d in covered), 2)
         where = "on the same rows" if len(covered) == len(summary["domains"]) else \

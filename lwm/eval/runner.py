@@ -264,9 +264,10 @@ async def judge_rows(
 
 
 def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[str, dict]) -> list[dict]:
-    """Final records in input order: prediction, deterministic fidelity, the trivial
-    guess's fidelity on the same row (``baseline:trivial``, the reference a score is
-    read against; absent where the domain has no guess), judge verdict."""
+    """Final records in input order: prediction, deterministic fidelity, the fidelity of
+    ``baseline:trivial`` on the same row (the reference a score is read against: the
+    domain's one-line rule, the empty observation where it has none; absent where the
+    row has no readable action), judge verdict."""
     trivial = RowBaseline("trivial")
     out = []
     for i, row in enumerate(rows):
@@ -278,13 +279,10 @@ def score_rows(rows: list[BenchRow], records: dict[str, dict], verdicts: dict[st
             real = observation_text(row.ground_truth)
             canonical = spec and spec.canonical
             rec["fidelity"] = fidelity(rec["observation"], real, row.volatile, canonical).to_dict()
-            if spec and spec.trivial_observation:
-                try:
-                    guess = trivial.predict_row(row)
-                except ValueError:  # no readable action in the row: no reference for it
-                    guess = None
-                if guess is not None:
-                    rec["trivial_fidelity"] = fidelity(guess, real, row.volatile, canonical).to_dict()
+            try:
+                rec["trivial_fidelity"] = fidelity(trivial.predict_row(row), real, row.volatile, canonical).to_dict()
+            except ValueError:  # no readable action in the row: baseline:trivial fails on it too
+                pass
         if key in verdicts:
             rec["judge"] = {k: v for k, v in verdicts[key].items() if k != "key"}
         out.append(rec)
