@@ -103,6 +103,19 @@ class DataNotFoundError(LwmError, FileNotFoundError):
     """Expected input files are missing."""
 
 
+class RunBusyError(LwmError, RuntimeError):
+    """Another run is writing the same run directory now (its journal's lock is held).
+
+    Attributes:
+        out: the run directory.
+    """
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        super().__init__(f"{out} is being written by another lwm run now; wait for it to finish, "
+                         "or choose another --out")
+
+
 class RunMismatchError(LwmError, ValueError):
     """A run directory is being resumed with settings other than those it was started with.
 

@@ -5,7 +5,9 @@ A job is a list of work items, each with a stable id, and a function that turns 
 into a JSON record. The engine
 
 * keeps a **journal** (``*.partial.jsonl``): every record is appended and flushed as soon
-  as its item finishes, so a crash or Ctrl-C loses at most the items in flight;
+  as its item finishes, so a crash or Ctrl-C loses at most the items in flight; one run
+  at a time writes it (a lock file beside it, ``*.partial.jsonl.lock``: a second
+  invocation on the same run directory is refused instead of playing everything twice);
 * on a re-run **skips finished items** (ids in the journal whose record has no ``error``)
   and retries the rest: items that failed and items never reached;
 * runs items with **bounded concurrency** on threads, on an asyncio loop, or as Ray tasks;
@@ -33,11 +35,14 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwm.errors import RowFormatError
+from filelock import FileLock, Timeout
+
+from lwm.errors import RowFormatError, RunBusyError
 from lwm.jsonl import JsonlAppender, iter_jsonl
 from lwm.progress import progress_bar
 
@@ -162,18 +167,36 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
 
     Raises:
         RowFormatError: the journal is corrupt beyond a torn last line.
+        RunBusyError: another run is writing the journal now.
         KeyboardInterrupt: passed on after the items in flight finish (queued ones are
             dropped; finished ones are in the journal).
     """
     if executor not in ("threads", "ray"):
         raise ValueError(f"unknown executor {executor!r} (threads or ray)")
     source = _ray_outcomes if executor == "ray" else _thread_outcomes
-    run = _Run(items, journal, key, description, check)
-    with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
-        for item_id, outcome in source(run.todo, work, concurrency):
-            run.finish(item_id, outcome, sink)
-            step()
+    with _exclusive(journal):
+        run = _Run(items, journal, key, description, check)
+        with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
+            for item_id, outcome in source(run.todo, work, concurrency):
+                run.finish(item_id, outcome, sink)
+                step()
     return run.done()
+
+
+@contextmanager
+def _exclusive(journal: Path) -> Iterator[None]:
+    """Hold the journal's lock while the run lasts, or refuse at once (RunBusyError). It is an
+    OS lock on an open file: a run that dies leaves no stale lock behind."""
+    Path(journal).parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(f"{journal}.lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunBusyError(Path(journal).parent) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]], *, journal: Path,
@@ -192,7 +215,13 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
             a server that failed every request so far).
         check: as :func:`run_jobs`.
     """
-    run = _Run(items, journal, key, description, check)
+    with _exclusive(journal):
+        return await _arun(_Run(items, journal, key, description, check), work, concurrency, progress, stop, abort)
+
+
+async def _arun(run: _Run, work: Callable[[Any], Awaitable[dict]], concurrency: int, progress: bool | None,
+                stop: Callable[[JobReport], bool] | None,
+                abort: Callable[[JobReport], BaseException | None] | None) -> JobReport:
     gate = asyncio.Semaphore(max(1, concurrency))
     halted: list[BaseException] = []  # an interruption (Ctrl-C) or an abort: start nothing more
 
@@ -216,7 +245,7 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
                     raise exc
             step()
 
-    with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
+    with JsonlAppender(run.journal) as sink, progress_bar(run.description or "", len(run.todo), bool(progress)) as step:
         tasks = [asyncio.ensure_future(one(i, x, sink, step)) for i, x in run.todo]
         try:
             for fut in asyncio.as_completed(tasks):

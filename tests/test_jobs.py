@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 
-from lwm.errors import ModelUnavailableError, RowFormatError
+from lwm.errors import ModelUnavailableError, RowFormatError, RunBusyError
 from lwm.jobs import arun_jobs, load_journal, run_jobs
 
 
@@ -81,3 +82,29 @@ def test_an_unknown_executor_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="unknown executor"):
         run_jobs([("a", 1)], work, journal=tmp_path / "j.jsonl", executor="processes", progress=None)
     assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_a_second_run_on_the_same_journal_is_refused_until_the_first_ends(tmp_path):
+    journal = tmp_path / "run" / "j.partial.jsonl"
+    started, release = threading.Event(), threading.Event()
+
+    def slow(n):
+        started.set()
+        release.wait(10)
+        return {"n": n}
+
+    first = threading.Thread(target=run_jobs, args=([("a", 1)], slow), kwargs=dict(journal=journal, progress=None))
+    first.start()
+    started.wait(10)
+    with pytest.raises(RunBusyError, match="being written by another lwm run"):
+        run_jobs([("a", 1), ("b", 2)], lambda n: {"n": n}, journal=journal, progress=None)
+    with pytest.raises(RunBusyError):
+        asyncio.run(arun_jobs([("b", 2)], _async_square, journal=journal, progress=None))
+    release.set()
+    first.join(10)
+    again = run_jobs([("a", 1), ("b", 2)], lambda n: {"n": n}, journal=journal, progress=None)
+    assert again.ran == 1 and set(again.records) == {"a", "b"}  # the lock went with the first run
+
+
+async def _async_square(n):
+    return {"n": n * n}
