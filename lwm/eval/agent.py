@@ -203,6 +203,9 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         raise ValueError(f"--backend must be real or sim for an agent evaluation, not {config.backend!r}")
     if config.policy == "scripted":
         raise ValueError("task families have no scripts: the policy that plays their reference solutions is 'oracle'")
+    if config.policy == "oracle" and (config.policy_base_url or config.policy_adapter):
+        raise ValueError("the oracle plays the tasks' reference solutions: it takes no --policy-base-url or "
+                         "--policy-adapter")
     config.domains = tuple(dict.fromkeys(config.domains))  # a domain named twice is played once
     oracle = config.policy == "oracle"
     policy = PolicySpec("scripted" if oracle else config.policy, config.policy_base_url, config.api_key,

@@ -42,6 +42,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -562,6 +563,8 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     if last and not config.resume:
         raise FileExistsError(f"{out} already holds checkpoints (last: {Path(last).name}); pass --resume to continue "
                               "that run, or choose a new --out")
+    if config.resume and not last:
+        print(f"--resume: {out} holds no checkpoint yet; training starts from step 0", file=sys.stderr)
     run_file = out / RUN_FILE
     if run_file.is_file():
         recorded = read_json(run_file).get("settings", {})

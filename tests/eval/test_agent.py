@@ -78,6 +78,7 @@ def test_in_the_simulator_then_replayed_in_the_real_environment(tmp_path):
     (["--split", "test"], "unknown split 'test'"),
     (["--backend", "replay"], "--backend must be real or sim"),
     (["--policy", "baseline:trivial"], "reference predictor"),
+    (["--policy", "oracle", "--policy-base-url", "http://127.0.0.1:9/v1"], "it takes no --policy-base-url"),
 ])
 def test_bad_input_is_refused_with_one_line(tmp_path, args, message):
     result = runner.invoke(app, ["agent", "eval", "--out", str(tmp_path), "--no-progress", *args])
