@@ -65,7 +65,7 @@ def test_every_row_failing_exits_nonzero(tmp_path):
     assert r.returncode == 1 and "every row failed" in r.stderr
 
 
-def test_eval_tables_piped_keep_their_heads_and_the_trivial_guess_is_read_on_its_own_domains(tmp_path):
+def test_eval_tables_piped_keep_their_heads_and_the_trivial_guess_is_read_on_the_same_rows(tmp_path):
     data = make_data(tmp_path, episodes=1, turns=2)
     rows = (data / "terminal_test.jsonl").read_text()
     (data / "quantum_test.jsonl").write_text(rows.replace('"task": "terminal"', '"task": "quantum"'))
@@ -75,12 +75,32 @@ def test_eval_tables_piped_keep_their_heads_and_the_trivial_guess_is_read_on_its
                        env=env)
     assert r.returncode == 0, r.stderr
     assert "┃ line F1 ┃ trivial ┃" in r.stdout and "…" not in r.stdout  # not squeezed into 80 columns
-    # macro line F1 averages both domains (quantum: 0), the trivial guess only terminal: compared on terminal
+    # a domain lwm does not know (quantum) has no guess: the trivial column scores the empty
+    # observation there, as baseline:trivial itself predicts, so both columns cover the same rows
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    terminal = summary["domains"]["terminal"]
-    assert summary["macro"]["line_f1"] == pytest.approx(terminal["line_f1"] / 2, abs=0.01)
-    assert (f"line F1 {terminal['line_f1']} against {terminal['trivial_line_f1']} for the trivial guess "
-            "(baseline:trivial, column 'trivial') on the rows of terminal (1 of 2 domains have a guess)") in r.stdout
+    terminal, quantum = summary["domains"]["terminal"], summary["domains"]["quantum"]
+    assert terminal["trivial_line_f1"] == terminal["line_f1"] > 0
+    assert quantum["trivial_line_f1"] == quantum["line_f1"] == 0
+    macro = summary["macro"]
+    assert macro["line_f1"] == pytest.approx(terminal["line_f1"] / 2, abs=0.01)
+    assert (f"line F1 {macro['line_f1']} against {macro['trivial_line_f1']} for the trivial guess "
+            "(baseline:trivial, column 'trivial') on the same rows") in r.stdout
+
+
+def test_the_trivial_sentence_names_the_domains_it_covers():
+    """A domain whose rows have no readable action has no trivial score: the headline compares
+    line F1 on the domains that do."""
+    from rich.console import Console
+    from lwm.eval.report import print_summary
+
+    group = {"rows": 2, "line_f1": 60.0}
+    summary = {"domains": {"terminal": {**group, "trivial_line_f1": 50.0}, "db": {**group, "line_f1": 20.0}},
+               "depth": {}, "macro": {"line_f1": 40.0, "trivial_line_f1": 50.0}, "micro": {"line_f1": 40.0},
+               "rows": 4, "failed": 0, "errors": {}, "parse_issues": {}}
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    assert ("line F1 60.0 against 50.0 for the trivial guess (baseline:trivial, column 'trivial') "
+            "on the rows of terminal (1 of 2 domains have a guess)") in console.export_text()
 
 
 def test_adapter_needs_a_local_model(tmp_path):
