@@ -91,6 +91,7 @@ def test_the_trivial_sentence_names_the_domains_it_covers():
     """A domain whose rows have no readable action has no trivial score: the headline compares
     line F1 on the domains that do."""
     from rich.console import Console
+
     from lwm.eval.report import print_summary
 
     group = {"rows": 2, "line_f1": 60.0}
