@@ -51,17 +51,17 @@ def table(args: argparse.Namespace, url: str) -> None:
     print(machine())
     print(f"\n{args.domain} suite, scripted policy; stand-in delay {args.delay} s per request "
           "(each simulated step, and the probe of each verified episode, is one request)\n")
-    print("| backend | episodes in flight | episodes | steps | failed | wall s | steps/s | ideal steps/s |\n"
-          "|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| backend | episodes in flight | episodes | steps | failed | wall s | steps/s | ideal steps/s | × real |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     real = measure(args.domain, "real", args.real_episodes, args.real_concurrency, None)
     real_rate = real["steps"] / real["wall"]
     print(f"| real | {args.real_concurrency} | {real['episodes']} | {real['steps']} | {real['failed']} | "
-          f"{real['wall']:.1f} | {real_rate:.1f} | — |", flush=True)
+          f"{real['wall']:.1f} | {real_rate:.1f} | — | 1 |", flush=True)
     for n in (64, 256, 1024):
         r = measure(args.domain, "sim", 2 * n, n, url)
         rate = r["steps"] / r["wall"]
         print(f"| sim | {n} | {r['episodes']} | {r['steps']} | {r['failed']} | {r['wall']:.1f} | {rate:.1f} | "
-              f"{n / args.delay:.0f} |  (×{rate / real_rate:.1f} real)", flush=True)
+              f"{n / args.delay:.0f} | {rate / real_rate:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,7 @@ def agent_eval(
     base_url: str | None = option(AgentEvalConfig, "base_url"),
     api_key: str = option(AgentEvalConfig, "api_key", envvar="LWM_API_KEY"),
     reward: str = option(AgentEvalConfig, "reward"),
+    show_task: bool = option(AgentEvalConfig, "show_task"),
     replay: bool = option(AgentEvalConfig, "replay"),
     concurrency: int = option(AgentEvalConfig, "concurrency", min=1),
     timeout: float = option(AgentEvalConfig, "timeout", min=0.001),
@@ -319,7 +320,7 @@ def agent_eval(
                              policy_base_url=policy_base_url,
                              policy_adapter=str(policy_adapter) if policy_adapter else None,
                              temperature=temperature, max_turns=max_turns, backend=backend, world_model=world,
-                             base_url=base_url, api_key=api_key, reward=reward, replay=replay,
+                             base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, replay=replay,
                              concurrency=concurrency, timeout=timeout)
     res = call(run_agent_eval, config, show_progress=progress, resume=out)
     Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)

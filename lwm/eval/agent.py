@@ -76,6 +76,8 @@ class AgentEvalConfig:
         api_key: bearer token for both endpoints.
         reward: ``sim``: ``probe`` (the world model predicts the verifier's probe),
             ``judge`` (the reward model reads the episode) or ``auto``.
+        show_task: ``sim``: show the world model the agent's instruction. Off by default:
+            a world model that knows the goal predicts it (docs/results.md, stage 2).
         replay: ``sim``: replay each simulated episode's actions in the real environment
             and run the real verifier.
         concurrency: episodes played at once.
@@ -99,6 +101,7 @@ class AgentEvalConfig:
     base_url: str | None = None
     api_key: str = "EMPTY"
     reward: str = "auto"
+    show_task: bool = False
     replay: bool = True
     concurrency: int = 4
     timeout: float = 600.0
@@ -258,7 +261,7 @@ def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
     model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                       concurrency=max(16, config.concurrency), timeout=config.timeout)
     return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
-                      options={"reward": config.reward, "real_start": True})
+                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task})
 
 
 def _rate(successes: int, n: int) -> dict[str, Any]:

@@ -88,6 +88,9 @@ class RLConfig:
         api_key: bearer token for ``base_url``.
         reward: ``agent`` on ``sim``: ``probe`` (the world model predicts the verifier's
             probe), ``judge`` or ``auto``.
+        show_task: ``agent`` on ``sim``: show the world model the agent's instruction. Off by
+            default: in closed loop a world model that knows the goal predicts it, and the
+            policy is paid for prose (docs/results.md, stage 2).
         cache: ``hybrid``/``replay``: the replay cache file.
         max_turns: ``agent``: actions per episode at most.
         data: ``fidelity``: a dataset directory of ``lwm data build``.
@@ -119,6 +122,7 @@ class RLConfig:
     base_url: str | None = None
     api_key: str = "EMPTY"
     reward: str = "auto"
+    show_task: bool = False
     cache: Path | None = None
     max_turns: int = 2
     data: Path | None = None
@@ -317,7 +321,8 @@ class AgentRollout:
         self.factories = {
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,
-                          options={"reward": config.reward, "real_start": True} if config.backend == "sim" else {})
+                          options={"reward": config.reward, "real_start": True, "show_task": config.show_task}
+                          if config.backend == "sim" else {})
             for d in dict.fromkeys(t["domain"] for t in tasks)}
 
     def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:

@@ -59,9 +59,16 @@ def test_a_policy_that_emits_garbage_is_counted_not_a_crash(tmp_path):
 
 @needs_sandbox
 def test_in_the_simulator_then_replayed_in_the_real_environment(tmp_path):
-    with vllm_style_server() as (url, _):
+    with vllm_style_server() as (url, requests):
         res = agent_eval(AgentEvalConfig(out=tmp_path, domains=("db",), tasks=2, policy="oracle", backend="sim",
                                          world_model="stand-in", base_url=url), show_progress=False)
+        # the world model is not told the goal (it would predict it: docs/results.md, stage 2) ...
+        prompts = [json.dumps(r["messages"]) for r in requests]
+        assert prompts and not any("Task Instruction" in p for p in prompts)
+        agent_eval(AgentEvalConfig(out=tmp_path / "shown", domains=("db",), tasks=1, policy="oracle", backend="sim",
+                                   world_model="stand-in", base_url=url, show_task=True), show_progress=False)
+        # ... unless asked
+        assert "Task Instruction" in json.dumps(requests[-1]["messages"])
     db = res.summary["domains"]["db"]
     # The stand-in world model answers "hi" to every probe: never "achieved"; the oracle's
     # actions, replayed in the real environment, always are.
