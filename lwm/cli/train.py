@@ -126,14 +126,12 @@ def rl(
         world = _default_model(world_model, base_url, api_key) if backend in ("sim", "hybrid") else \
             RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
-                          tasks_file=tasks_file,
-                          max_task_steps=max_task_steps, backend=backend, world_model=world, base_url=base_url,
-                          api_key=api_key,
-                          reward=reward, show_task=show_task, cache=cache, max_turns=max_turns, data=data, format_weight=format_weight,
+                          tasks_file=tasks_file, max_task_steps=max_task_steps, backend=backend, world_model=world,
+                          base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, cache=cache,
+                          max_turns=max_turns, data=data, format_weight=format_weight,
                           num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,
                           max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, lora_r=lora_r, beta=beta,
-                          save_steps=save_steps, seed=seed, resume=resume,
-                          vllm_server_base_url=vllm_server_base_url)
+                          save_steps=save_steps, seed=seed, resume=resume, vllm_server_base_url=vllm_server_base_url)
         return train_rl(config, show_progress=progress)
 
     res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")
