@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The seed's ablation at small scale (docs/results.md, "Agents: trained in the simulator,
-# measured in the real environment"): four policies, the same held-out task set, real verifiers.
+# The seed's ablation at small scale (docs/results.md, stage 2, "The ablation: four policies,
+# held-out task families, real verifiers"): the same held-out task set for every policy.
 #   bench/ablation.sh RUNS_DIR [STEPS]
 # Each step is resumable: re-run the script after an interruption. On 2 CPU cores the two
 # trainings take hours; run it in the background and keep other model jobs off the machine.

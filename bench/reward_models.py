@@ -1,9 +1,12 @@
-"""How far each reward source agrees with the real verifier (docs/results.md, "Reward models").
+"""How far each reward source agrees with the real verifier (docs/results.md, stage 2, "A
+reward model worth trusting?").
 
 Plays real episodes of tasks from every family of six domains — the reference solution
 (succeeds), nothing at all, and the solution without its last action (usually fails) — then
 asks each reward source for its verdict on the real history and compares it with the real
 verifier's (lwm.eval.rewards). Run: python bench/reward_models.py [--tasks 10] [--out FILE].
+With --model NAME --base-url URL, a served model (any OpenAI-compatible endpoint) is measured
+too: its probe, the probe with the instruction hidden, and it judging.
 """
 
 from __future__ import annotations
@@ -43,7 +46,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tasks", type=int, default=10, help="tasks per domain")
     ap.add_argument("--out", type=Path, default=Path("runs/reward-models.json"))
+    ap.add_argument("--model", help="a served world model to measure beside the embedded ones")
+    ap.add_argument("--base-url", help="its OpenAI-compatible endpoint (with --model)")
     args = ap.parse_args()
+    if bool(args.model) != bool(args.base_url):
+        ap.error("--model and --base-url go together")
     t0 = time.monotonic()
     episodes = real_episodes(args.tasks)
     print(f"{len(episodes)} real episodes in {time.monotonic() - t0:.0f}s "
@@ -54,6 +61,11 @@ def main() -> None:
                RewardSource("probe, base model", base),
                RewardSource("judge, base model", warm, reward="judge", judge=base),
                RewardSource("judge, warm-up model (itself)", warm, reward="judge", judge=warm)]
+    if args.model:
+        served = ModelSpec(args.model, base_url=args.base_url)
+        sources += [RewardSource(f"probe, {args.model}", served),
+                    RewardSource(f"probe, {args.model}, instruction hidden", served, show_task=False),
+                    RewardSource(f"judge, {args.model}", served, reward="judge", judge=served)]
     results = {}
     for source in sources:
         t1 = time.monotonic()
