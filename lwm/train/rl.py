@@ -386,12 +386,15 @@ class AgentRollout:
                "format_reward": []}
         try:
             verdicts = _each([e["env"] for e in episodes], "verify", [() for _ in episodes])
+            # what the world model predicted for the verifier's probe, read before closing ends the episode
+            probes = [getattr(e["env"], "trajectory", None) for e in episodes]
+            probes = [t.metadata.get("probe_observation") if t is not None else None for t in probes]
         finally:
             for e in episodes:
                 e["env"].close()
-        for e, verdict in zip(episodes, verdicts):
+        for e, verdict, probe in zip(episodes, verdicts, probes):
             fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
-            self._record(trainer, e, verdict, fmt)
+            self._record(trainer, e, verdict, fmt, probe)
             reward = 1.0 if (verdict or 0.0) >= 0.5 else 0.0
             if not e["completion"]:  # the trainer needs at least one token
                 e["completion"], e["mask"] = [eos], [1]
@@ -452,15 +455,14 @@ class AgentRollout:
             suffix = suffix[len(tokenizer.eos_token):]  # the model wrote it already
         return tokenizer(suffix, add_special_tokens=False)["input_ids"]
 
-    def _record(self, trainer, e: dict, verdict: float | None, fmt: float) -> None:
+    def _record(self, trainer, e: dict, verdict: float | None, fmt: float, probe: str | None) -> None:
         if self.log is None or not trainer.is_world_process_zero():
             return
-        traj = e["env"].trajectory
         with JsonlAppender(self.log) as sink:
             sink.append({"step": trainer.state.global_step, "call": self.calls, "domain": e["domain"],
                          "task": e["task"].name, "instruction": e["task"].instruction, "said": e["said"],
                          "observations": e["observations"], "verdict": verdict, "format": round(fmt, 3),
-                         "probe_observation": traj.metadata.get("probe_observation") if traj else None})
+                         "probe_observation": probe})
 
 
 def _each(envs: list[Any], method: str, args: list[tuple]) -> list[Any]:
