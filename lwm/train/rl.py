@@ -56,6 +56,7 @@ from lwm.errors import DataNotFoundError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.schema import Trajectory
 from lwm.sim.backends import BACKENDS, EnvFactory
 
 RUN_FILE = "lwm_train.json"
@@ -386,15 +387,13 @@ class AgentRollout:
                "format_reward": []}
         try:
             verdicts = _each([e["env"] for e in episodes], "verify", [() for _ in episodes])
-            # what the world model predicted for the verifier's probe, read before closing ends the episode
-            probes = [getattr(e["env"], "trajectory", None) for e in episodes]
-            probes = [t.metadata.get("probe_observation") if t is not None else None for t in probes]
+            trajectories = [getattr(e["env"], "trajectory", None) for e in episodes]  # closing drops them
         finally:
             for e in episodes:
                 e["env"].close()
-        for e, verdict, probe in zip(episodes, verdicts, probes):
+        for e, verdict, traj in zip(episodes, verdicts, trajectories):
             fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
-            self._record(trainer, e, verdict, fmt, probe)
+            self._record(trainer, e, verdict, fmt, traj)
             reward = 1.0 if (verdict or 0.0) >= 0.5 else 0.0
             if not e["completion"]:  # the trainer needs at least one token
                 e["completion"], e["mask"] = [eos], [1]
@@ -455,14 +454,14 @@ class AgentRollout:
             suffix = suffix[len(tokenizer.eos_token):]  # the model wrote it already
         return tokenizer(suffix, add_special_tokens=False)["input_ids"]
 
-    def _record(self, trainer, e: dict, verdict: float | None, fmt: float, probe: str | None) -> None:
+    def _record(self, trainer, e: dict, verdict: float | None, fmt: float, traj: Trajectory | None) -> None:
         if self.log is None or not trainer.is_world_process_zero():
             return
         with JsonlAppender(self.log) as sink:
             sink.append({"step": trainer.state.global_step, "call": self.calls, "domain": e["domain"],
                          "task": e["task"].name, "instruction": e["task"].instruction, "said": e["said"],
                          "observations": e["observations"], "verdict": verdict, "format": round(fmt, 3),
-                         "probe_observation": probe})
+                         "probe_observation": traj.metadata.get("probe_observation") if traj else None})
 
 
 def _each(envs: list[Any], method: str, args: list[tuple]) -> list[Any]:
