@@ -117,7 +117,7 @@ class AgentEvalConfig:
                 d.pop(k)
             d["tasks_file"] = hashlib.sha256(Path(self.tasks_file).read_bytes()).hexdigest()
         if self.backend != "sim":
-            for k in ("world_model", "base_url", "reward", "replay"):
+            for k in ("world_model", "base_url", "reward", "show_task", "replay"):
                 d.pop(k)
         return d
 
