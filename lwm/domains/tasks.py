@@ -25,6 +25,7 @@ with tasks of one's own.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -197,6 +198,12 @@ def write_task_file(path: str | Path, items: Iterable[tuple[str, Task, Sequence[
              for d, t, s in items]
     write_atomic(Path(path), "".join(line + "\n" for line in lines))
     return len(lines)
+
+
+def task_file_digest(path: str | Path) -> str:
+    """The SHA-256 (hex) of a task file's bytes: what a run records of its task set, so that
+    resuming with the file edited is refused while a moved or renamed copy is the same set."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def read_task_file(path: str | Path) -> list[tuple[str, Task, tuple[str, ...]]]:

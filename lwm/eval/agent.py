@@ -26,7 +26,6 @@ Output directory (resumable: re-run with the same one)::
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lwm import domains
-from lwm.domains.tasks import read_task_file, task_set
+from lwm.domains.tasks import read_task_file, task_file_digest, task_set
 from lwm.envs.base import Task
 from lwm.envs.episode import Script
 from lwm.jobs import run_jobs
@@ -115,7 +114,7 @@ class AgentEvalConfig:
         if self.tasks_file:  # the file's content, not its name, makes the task set
             for k in ("split", "tasks", "seed"):
                 d.pop(k)
-            d["tasks_file"] = hashlib.sha256(Path(self.tasks_file).read_bytes()).hexdigest()
+            d["tasks_file"] = task_file_digest(self.tasks_file)
         if self.backend != "sim":
             for k in ("world_model", "base_url", "reward", "show_task", "replay"):
                 d.pop(k)

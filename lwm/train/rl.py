@@ -39,7 +39,6 @@ docs/training.md).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import json
 import sys
@@ -185,9 +184,11 @@ class RLConfig:
         for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url", "api_key"):
             d.pop(k)
         if self.tasks_file:  # the file's content, not its name, makes the task set
+            from lwm.domains.tasks import task_file_digest
+
             for k in ("tasks", "max_task_steps"):
                 d.pop(k)
-            d["tasks_file"] = hashlib.sha256(Path(self.tasks_file).read_bytes()).hexdigest()
+            d["tasks_file"] = task_file_digest(self.tasks_file)
         return d
 
 
