@@ -29,6 +29,9 @@ def step_times(run: Path) -> dict[int, float]:
 
 
 def parts(run: Path) -> dict[str, float | int | str]:
+    for name in ("lwm_train.json", "rollouts.jsonl"):
+        if not (run / name).is_file():
+            raise SystemExit(f"{run}: no {name} (not an lwm train rl run of the agent objective, or not started)")
     settings = json.loads((run / "lwm_train.json").read_text())["settings"]
     rollouts = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
     # a resumed run logs a step again: the last record of a step counts

@@ -22,7 +22,9 @@ from pathlib import Path
 from lwm import domains
 from lwm.domains.tasks import families, read_task_file
 from lwm.envs.base import Task
+from lwm.errors import LwmError
 from lwm.eval.agent import replay_actions
+from lwm.jsonl import iter_jsonl
 from lwm.sim.policy import read_action
 
 
@@ -43,8 +45,20 @@ def main() -> None:
     parser.add_argument("--tasks-file", type=Path, help="the task file the run trained on, if any")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
+    try:
+        replay(args)
+    except LwmError as e:  # a damaged file: named with its line, no traceback
+        raise SystemExit(f"error: {e}") from None
+
+
+def replay(args: argparse.Namespace) -> None:
+    log = args.run / "episodes.jsonl"
+    if not log.is_file():
+        raise SystemExit(f"error: {args.run} has no episodes.jsonl (not an lwm train rl run?)")
     listed = {(d, t.name): t for d, t, _ in read_task_file(args.tasks_file)} if args.tasks_file else {}
-    episodes = [json.loads(line) for line in (args.run / "episodes.jsonl").read_text().splitlines() if line.strip()]
+    episodes = [e for _, e in iter_jsonl(log)]
+    if episodes and not {"said", "verdict", "step"} <= set(episodes[0]):
+        raise SystemExit(f"error: {log} is not the episode log of an lwm train rl run (agent objective)")
     wins = [e for e in episodes if (e.get("verdict") or 0) >= 0.5]
     results = []
     for e in wins:

@@ -49,6 +49,8 @@ def main() -> None:
     ap.add_argument("--model", help="a served world model to measure beside the embedded ones")
     ap.add_argument("--base-url", help="its OpenAI-compatible endpoint (with --model)")
     args = ap.parse_args()
+    if args.tasks < 1:
+        ap.error("--tasks must be at least 1")
     if bool(args.model) != bool(args.base_url):
         ap.error("--model and --base-url go together")
     t0 = time.monotonic()

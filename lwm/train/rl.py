@@ -280,9 +280,13 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
         return True
 
     if config.tasks_file:
-        for domain, task, _ in read_task_file(config.tasks_file):
+        listed = read_task_file(config.tasks_file)
+        for domain, task, _ in listed:
             if not config.domains or domain in config.domains:
                 add(domain, task)
+        if not out:
+            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)} "
+                             f"(its domains: {', '.join(sorted({d for d, _, _ in listed}))})")
         if len(out) < config.prompts_per_step:
             raise ValueError(f"{config.tasks_file} holds {len(out)} distinct tasks of the chosen domains: too few "
                              f"for a step of {config.prompts_per_step} prompts")
@@ -565,8 +569,7 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     out = config.out
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out} is a file, not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    last = get_last_checkpoint(str(out))
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
     if last and not config.resume:
         raise FileExistsError(f"{out} already holds checkpoints (last: {Path(last).name}); pass --resume to continue "
                               "that run, or choose a new --out")
@@ -600,6 +603,7 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         dataset = fidelity_dataset(config.data)
         reward_funcs, weights = [_fidelity_reward, _tagged_reward], [1.0, config.format_weight]
     model, tokenizer = _load_base(config.model)  # last: bad tasks, data or world model fail without the wait
+    out.mkdir(parents=True, exist_ok=True)  # only now: a refused run leaves no folder behind
     if not run_file.is_file():  # recorded once everything it names was found: a typo does not lock --out
         write_atomic(run_file, json.dumps({"command": "lwm train rl", "settings": config.identity(),
                                            "config": {**config.identity(), "max_steps": config.max_steps}},
