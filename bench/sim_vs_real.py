@@ -1,15 +1,16 @@
-"""Simulated against real steps per second, for the same episodes.
+"""Simulated against real steps per second, for the same episodes, in every runnable domain.
 
-Plays the first N tasks of a domain's suite with the scripted policy (the suite's own
+Plays the first N tasks of each domain's suite with the scripted policy (the suite's own
 actions) through ``lwm.sim.rollout`` twice: on the ``real`` backend and on the ``sim``
-backend with a world model (default: the embedded SmolLM2 in-process; or any model at
-``--base-url``, e.g. a vLLM server). Rewards are judged on the sim side unless
-``--no-judge``.
+backend with a world model (default: the shipped warm-up model in-process; or any model at
+``--base-url``, e.g. a vLLM server). On the sim side the world model also answers each
+verified task's probe (the reward).
 
-    python bench/sim_vs_real.py [--domain terminal] [--episodes 6] [--concurrency 4]
-                                [--model embedded] [--base-url URL] [--max-tokens 256]
+    python bench/sim_vs_real.py [--domain terminal --domain web] [--episodes 4] [--concurrency 2]
+                                [--model embedded-warmup] [--base-url URL] [--max-turns 6]
 
-Prints a Markdown table for docs/benchmarks.md.
+Prints a Markdown table for docs/benchmarks.md: steps per second per environment on each
+side and their ratio, one row per domain.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from _common import machine
 
+from lwm import domains
+from lwm.models import WORLD_MODEL
 from lwm.sim.rollout import RolloutConfig, rollout
 
 
@@ -40,21 +43,31 @@ def run(domain: str, backend: str, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--domain", default="terminal")
-    ap.add_argument("--episodes", type=int, default=6)
-    ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--max-turns", type=int, default=20)
-    ap.add_argument("--model", default="embedded")
+    ap.add_argument("--domain", action="append", default=[],
+                    help="repeatable; default: every domain with a real environment and a suite")
+    ap.add_argument("--episodes", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--model", default=WORLD_MODEL)
     ap.add_argument("--base-url", default=None)
     args = ap.parse_args()
+    if args.episodes < 1 or args.concurrency < 1 or args.max_turns < 1:
+        ap.error("--episodes, --concurrency and --max-turns must be at least 1")
+    chosen = args.domain or [d for d in domains.names(runnable=True) if domains.get(d).suite]
+    for d in chosen:
+        if not domains.get(d).runnable:  # UnknownDomainError names the known ones
+            ap.error(f"domain {d} has no real environment here")
     print(machine())
-    print(f"\n{args.episodes} episodes of the {args.domain} suite, scripted policy, {args.concurrency} at once\n")
-    print("| backend | steps | failed | wall s | steps/s total | steps/s per env | mean reward |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
-    for backend in ("real", "sim"):
-        r = run(args.domain, backend, args)
-        print(f"| {backend} | {r['steps']} | {r['failed']} | {r['wall']:.1f} | {r['steps'] / r['wall']:.2f} "
-              f"| {r['per_env']} | {r['reward']} |", flush=True)
+    print(f"\nThe first {args.episodes} episodes of each suite, scripted policy, {args.concurrency} at once, at most "
+          f"{args.max_turns} turns; world model {args.model}\n")
+    print("| domain | real steps | real wall s | real steps/s per env | sim steps | sim wall s | "
+          "sim steps/s per env | sim ÷ real | failed (real/sim) |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for domain in chosen:
+        real, sim = run(domain, "real", args), run(domain, "sim", args)
+        ratio = sim["per_env"] / real["per_env"] if real["per_env"] and sim["per_env"] is not None else None
+        print(f"| {domain} | {real['steps']} | {real['wall']:.1f} | {real['per_env']} | {sim['steps']} | "
+              f"{sim['wall']:.1f} | {sim['per_env']} | {'—' if ratio is None else f'{ratio:.2f}'} | "
+              f"{real['failed']}/{sim['failed']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -59,9 +59,11 @@ def read_json(path: str | Path) -> dict:
     return _parse_object(_read_bytes(path), path, 1)
 
 
-def check_run_settings(path: str | Path, settings: dict) -> None:
+def check_run_settings(path: str | Path, settings: dict, defaults: dict | None = None) -> None:
     """Record a run's settings in ``path`` (a JSON file in its run directory), or, when
     resuming, check them against the recorded ones: resuming with others would mix two runs.
+    A setting the record lacks is compared as its value in ``defaults`` (settings added
+    after the run was recorded), else as ``None``.
 
     Raises:
         RunMismatchError: the recorded settings differ (every difference is listed).
@@ -70,7 +72,9 @@ def check_run_settings(path: str | Path, settings: dict) -> None:
     path = Path(path)
     if path.exists():
         before = read_json(path)
-        diff = {k: (before.get(k), v) for k, v in settings.items() if before.get(k) != v}
+        defaults = defaults or {}
+        recorded = {k: before.get(k, defaults.get(k)) for k in settings}
+        diff = {k: (recorded[k], v) for k, v in settings.items() if recorded[k] != v}
         if diff:
             raise RunMismatchError(path.parent, diff)
     else:

@@ -151,6 +151,8 @@ def eval_(
     judge_max_tokens: int = option(SamplingParams, "max_tokens", "--judge-max-tokens", default=1024, min=1,
                                    help_suffix="(The judge's. Default 1024.)"),
     baseline: Path | None = option(EvalConfig, "baseline"),
+    predict: str | None = option(EvalConfig, "prediction", "--predict", metavar="full|change"),
+    compact_tools: bool | None = option(EvalConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
     progress: bool = PROGRESS,
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
@@ -171,7 +173,8 @@ def eval_(
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
     config = EvalConfig(out=out, data=data, domains=tuple(domain) if domain else None, limit=limit, episodes=episodes,
                         sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
-                        baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens))
+                        baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
+                        prediction=predict, compact_tools=compact_tools)
     world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,
                       concurrency, timeout, context_window, str(adapter) if adapter else None)
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
@@ -399,7 +402,16 @@ def serve_model(
                                           "for the shipped warm-up world model (default: the base model)."),
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
+    from lwm.models.embedded import adapter_request, warmup_adapter_path
     from lwm.models.server import serve
+
+    if adapter:
+        prediction, compact = adapter_request(warmup_adapter_path() if adapter == "warmup" else adapter)
+        if prediction != "full" or compact:  # an HTTP client cannot read the adapter's record
+            flags = " ".join(f for f, on in (("--predict change", prediction == "change"),
+                                             ("--compact-tools", compact)) if on)
+            note(f"this adapter was trained to be asked with {flags}: an HTTP client cannot read that from the "
+                 f"server, so pass {flags} to lwm eval (SimEnv(prediction=…, compact_tools=…) in Python)")
 
     call(serve, host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
          prompt_cache_bytes=prompt_cache_mb << 20, adapter=adapter)

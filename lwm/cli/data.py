@@ -26,13 +26,17 @@ def build_cmd(
     tokenizer: str = option(BuildConfig, "tokenizer"),
     val_fraction: float = option(BuildConfig, "val_fraction", min=0.0, max=1.0),
     seed: int = option(BuildConfig, "seed"),
+    predict: str = option(BuildConfig, "prediction", "--predict", metavar="full|change"),
+    compact_tools: bool = option(BuildConfig, "compact_tools"),
+    prompt_variety: bool = option(BuildConfig, "prompt_variety"),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
     """Turn trajectories into next-observation training examples (one template, all domains)."""
     from lwm.data.build import build
 
     config = BuildConfig(sources=list(sources) + list(more or []), out=out, max_tokens=max_tokens,
-                         tokenizer=tokenizer, val_fraction=val_fraction, seed=seed)
+                         tokenizer=tokenizer, val_fraction=val_fraction, seed=seed, prediction=predict,
+                         compact_tools=compact_tools, prompt_variety=prompt_variety)
     res = call(build, config, show_progress=progress)
     c = res.manifest["counts"]
     note(f"{c['train']} train + {c['validation']} validation examples "

@@ -48,6 +48,7 @@ def sft(
     bf16: bool | None = option(TrainConfig, "bf16", "--bf16/--no-bf16"),
     gradient_checkpointing: bool | None = option(TrainConfig, "gradient_checkpointing",
                                                     "--gradient-checkpointing/--no-gradient-checkpointing"),
+    init_adapter: str | None = option(TrainConfig, "init_adapter", metavar="warmup|<path>"),
     progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
 ) -> None:
     """Warm-up SFT: TRL SFTTrainer (+ PEFT LoRA), loss on the completion only, checkpoints, resume."""
@@ -60,7 +61,7 @@ def sft(
             epochs=epochs, max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
             max_length=max_length, eval_steps=eval_steps, save_steps=save_steps, save_total_limit=save_total_limit,
             logging_steps=logging_steps, warmup=warmup, seed=seed, resume=resume, eval_on_start=eval_on_start,
-            bf16=bf16, gradient_checkpointing=gradient_checkpointing)
+            bf16=bf16, gradient_checkpointing=gradient_checkpointing, init_adapter=init_adapter)
         return train_sft(config, show_progress=progress)
 
     res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")
@@ -158,3 +159,5 @@ def export(
     res = call(export_lora_gguf, adapter, out, base=base, dtype=dtype)
     note(f"wrote {res.path}: {res.tensors} tensors, rank {res.rank}, alpha {res.alpha:g}, "
          f"architecture {res.architecture}, {res.bytes / 2**20:.1f} MiB")
+    note(f"and {res.path.with_suffix('.json')}: prediction {res.request['prediction']}, compact tools "
+         f"{'on' if res.request['compact_tools'] else 'off'} (how lwm asks the model when it loads the adapter)")

@@ -3,13 +3,14 @@
 Every turn of every (first-run) episode becomes one next-observation example in one
 template across all domains:
 
-* ``prompt``: the chat messages exactly as :func:`lwm.prompts.build_messages` lays them
-  out for that turn's AgentWorldBench row (system prompt, history of earlier turns with
-  their real observations, the current action), so training and evaluation see the same
-  input;
+* ``prompt``: the chat messages exactly as :func:`lwm.prediction.request` lays them out
+  for that turn's AgentWorldBench row in the build's prediction mode (system prompt,
+  history of earlier turns with their real observations, the current action), so training
+  and evaluation see the same input;
 * ``completion``: one assistant message, ``<think>\\n{reasoning}\\n</think>\\n`` (only when
   the example has reasoning, e.g. after ``lwm data annotate``) then
-  ``<predicted_observation>\\n{observation}\\n</predicted_observation>``.
+  ``<predicted_observation>\\n{observation}\\n</predicted_observation>`` (in mode
+  ``change``: what the action changed, :func:`lwm.prediction.observed_change`).
 
 This is TRL's conversational *prompt-completion* format (loss on the completion only).
 
@@ -57,12 +58,14 @@ from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import atomic_path, dumps, iter_jsonl, read_json, write_atomic, write_jsonl
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
+from lwm.prediction import Prediction, check_prediction, observed_change, request
 from lwm.progress import progress_bar
-from lwm.prompts import build_messages
+from lwm.prompts import UNSEEN_PHRASING, rephrase
 from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
 
 SPLITS = ("train", "validation")
 HELDOUT_DIR = "heldout"
+UNSEEN_DIR = "heldout-unseen-phrasing"
 _FILE_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 MANIFEST_KIND = "lwm-dataset"
 _RUN_SUFFIX = re.compile(r"/run(\d+)$")
@@ -598,6 +601,16 @@ class BuildConfig:
         tokenizer: ``"embedded"`` or a Hugging Face tokenizer directory.
         val_fraction: share of task families held out for validation, in [0, 1].
         seed: seed of the family hash.
+        prediction: what the completions hold (:mod:`lwm.prediction`): ``full``, the whole
+            observation, or ``change``, what the action changed (turns whose change no
+            renderer reproduces are skipped and counted as ``change_unrenderable``).
+        compact_tools: write tool lists in system prompts as one-line signatures
+            (:func:`lwm.prompts.compact_tools`; the filesystem server's system prompt is 3,691
+            SmolLM2 tokens with its tool list as JSON, 748 with signatures).
+        prompt_variety: render each training example's system prompt in one of the
+            phrasings 0-2 of :data:`lwm.prompts.PHRASINGS` (seeded by the example), and
+            write the held-out rows also in the phrasing no example has
+            (``heldout-unseen-phrasing/``).
     """
 
     sources: list[Path]
@@ -606,6 +619,9 @@ class BuildConfig:
     tokenizer: str = "embedded"
     val_fraction: float = 0.2
     seed: int = 0
+    prediction: Prediction = "full"
+    compact_tools: bool = False
+    prompt_variety: bool = False
 
 
 @dataclass
@@ -666,6 +682,7 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
     t0 = time.monotonic()
     if not 0 <= config.val_fraction <= 1:
         raise ValueError(f"val_fraction must be in [0, 1], got {config.val_fraction}")
+    check_prediction(config.prediction)
     if config.max_tokens < 16:
         raise ValueError(f"max_tokens must be at least 16, got {config.max_tokens}")
     files = source_files(config.sources)
@@ -681,9 +698,17 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
     with progress_bar("build examples", total=len(candidates), enabled=show_progress) as advance:
         for c in candidates:
             advance()
-            messages, _ = build_messages(c.row)
+            row = c.row
+            if config.prompt_variety:
+                phrasing = int(hashlib.sha256(f"{config.seed}:{c.trajectory_id}:{c.turn}".encode()).hexdigest(), 16)
+                row = row.model_copy(update={"system_str": rephrase(row.system_str, phrasing % UNSEEN_PHRASING)})
+            messages, _ = request(row, config.prediction, compact=config.compact_tools)
             observation = observation_text(c.row.ground_truth)
-            target = format_target(observation, c.reasoning)
+            written = observed_change(c.row) if config.prediction == "change" else observation
+            if written is None:
+                counts["change_unrenderable"] += 1
+                continue
+            target = format_target(written, c.reasoning)
             fitted = fit_messages(messages, target, tok, config.max_tokens)
             if isinstance(fitted, str):
                 counts[fitted] += 1
@@ -723,13 +748,16 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
             "tokenizer": tok.spec,
             "val_fraction": config.val_fraction,
             "seed": config.seed,
+            "prediction": config.prediction,
+            "compact_tools": config.compact_tools,
+            "prompt_variety": config.prompt_variety,
         },
         "counts": {
             "candidates": len(candidates),
             "train": len(examples["train"]),
             "validation": len(examples["validation"]),
             "duplicates": counts["duplicates"],
-            "skipped": {k: counts[k] for k in ("target_over_budget", "prompt_over_budget")},
+            "skipped": {k: counts[k] for k in ("target_over_budget", "prompt_over_budget", "change_unrenderable")},
             "simulated_turns": counts["simulated_turns"],
             "later_run_trajectories": counts["later_run_trajectories"],
             "examples_with_dropped_turns": counts["examples_with_dropped_turns"],
@@ -743,6 +771,9 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
     # With its family, so a build from these rows keeps the families together.
     heldout = [BenchRow(**{**rows[r["id"]].model_dump(), "family": r["family"]}) for r in examples["validation"]]
     write_heldout_rows(Path(config.out) / HELDOUT_DIR, heldout)
+    if config.prompt_variety:
+        write_heldout_rows(Path(config.out) / UNSEEN_DIR, [
+            r.model_copy(update={"system_str": rephrase(r.system_str, UNSEEN_PHRASING)}) for r in heldout])
     write_dataset(config.out, examples, manifest)
     return BuildResult(Path(config.out), {s: len(examples[s]) for s in SPLITS}, manifest, time.monotonic() - t0)
 

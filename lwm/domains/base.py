@@ -116,6 +116,15 @@ class Domain:
         probe_output: ``probe_output(probe, observation)``: what the real probe would print,
             read from the world model's predicted observation of :attr:`probe_action` (the
             terminal: the lines after the echoed command; code: stdout and the traceback).
+        render_change: ``render_change(change, previous, action, system) -> observation``,
+            the full observation from what an action changed (mode ``change`` of
+            :mod:`lwm.prediction`); ``None``: the domain's observation is the action's result
+            alone, written whole in both modes.
+        observed_change: ``observed_change(previous, action, observation, system)``, the
+            inverse: the change that :attr:`render_change` turns into ``observation``, or
+            ``None`` when there is none (given with :attr:`render_change`).
+        change_instruction: what a world model in mode ``change`` is told to write (added
+            to the system prompt).
         tasks: ``tasks()`` returns the domain's agent task families (``tasks.py``:
             ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
             the names of the families never trained on); ``None``: no task families.
@@ -140,6 +149,9 @@ class Domain:
     probe_action: Callable[[str], str] = _same_action
     probe_output: Callable[[str, str], str] = _whole_observation
     tasks: Callable[[], ModuleType] | None = None
+    render_change: Callable[[str, str, str, str], str] | None = None
+    observed_change: Callable[[str, str, str, str], str | None] | None = None
+    change_instruction: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -149,8 +161,13 @@ class Domain:
             raise ValueError(f"domain {self.name!r}: give exactly one of environment and import_only")
         if not self.tool.name.isidentifier():
             raise ValueError(f"domain {self.name!r}: tool name {self.tool.name!r} is not an identifier")
+        if (self.render_change is None) != (self.observed_change is None) or (
+                self.render_change is not None and not self.change_instruction):
+            raise ValueError(f"domain {self.name!r}: render_change, observed_change and change_instruction "
+                             "come together")
         for part in ("system_prompt", "parse_action", "ends_episode", "probe_action", "probe_output",
-                     "trivial_observation", "canonical", "environment", "suite", "tasks"):
+                     "trivial_observation", "canonical", "environment", "suite", "tasks", "render_change",
+                     "observed_change"):
             value = getattr(self, part)
             if value is not None and not callable(value):
                 raise ValueError(f"domain {self.name!r}: {part} must be callable, not {type(value).__name__} "

@@ -32,7 +32,7 @@ from lwm.metrics import fidelity
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
-from lwm.prompts import build_messages
+from lwm.prediction import Prediction, full_observation, request, request_format
 from lwm.schema import BenchRow, read_rows
 
 JudgeMode = Literal["score", "real", "closer"]
@@ -58,6 +58,11 @@ class EvalConfig:
             to the ground truth, both orders).
         baseline: ``predictions.jsonl`` of another run, for judge mode ``closer``.
         judge_sampling: decoding settings of the judge.
+        prediction: what the world model writes (:mod:`lwm.prediction`): ``full`` or
+            ``change`` (drawn into the full observation before scoring); not given: the
+            model's own (``change`` for an adapter trained on changes, else ``full``).
+        compact_tools: send tool lists in system prompts as one-line signatures
+            (:func:`lwm.prompts.compact_tools`); not given: as the model was trained.
     """
 
     out: Path
@@ -71,6 +76,8 @@ class EvalConfig:
     judge_mode: JudgeMode = "score"
     baseline: Path | None = None
     judge_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=1024))
+    prediction: Prediction | None = None
+    compact_tools: bool | None = None
 
 
 def row_key(index: int, row: BenchRow) -> str:
@@ -173,6 +180,7 @@ async def predict_rows(
         ``(records by row key, rows predicted by this call)``.
     """
     sampling = config.sampling.to_dict()
+    mode, compact = request_format(model, config.prediction, config.compact_tools)
 
     async def one(item: tuple[str, BenchRow]) -> dict:
         key, row = item
@@ -185,7 +193,8 @@ async def predict_rows(
             except Exception as e:
                 return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
             return rec | {"output": obs, "reasoning": "", "observation": obs, "parse_issues": [], "error": None}
-        messages, rec["dropped_turns"] = build_messages(row, model.count_tokens, config.max_prompt_tokens)
+        messages, rec["dropped_turns"] = request(row, mode, model.count_tokens, config.max_prompt_tokens,
+                                                     compact=compact)
         try:
             gen = await model.generate(messages, config.sampling)
         except Exception as e:  # counted as a failed row, never fatal
@@ -200,7 +209,9 @@ async def predict_rows(
             print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
                   "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
                   "a world model'); such rows are marked context_cut", file=sys.stderr)
-        return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": parsed.observation,
+        written = {"change": parsed.observation} if mode == "change" else {}
+        return rec | {"output": gen.text, "reasoning": parsed.reasoning,
+                      "observation": full_observation(row, parsed.observation, mode), **written,
                       "parse_issues": parsed.issues, "finish_reason": gen.finish_reason, "truncated": truncated,
                       "context_cut": cut, "prompt_tokens": gen.prompt_tokens,
                       "completion_tokens": gen.completion_tokens, "error": None}
@@ -329,11 +340,14 @@ async def evaluate(
               "they are evaluated like the others and counted in summary.json", file=sys.stderr)
     if judge is not None and config.judge_mode == "closer":
         load_baseline(config)  # fail before predicting, not after
+    prediction, compact = request_format(model, config.prediction, config.compact_tools)
     check_run_settings(out / "run.json", {
-        "model": model.name, "sampling": config.sampling.to_dict(), "max_prompt_tokens": config.max_prompt_tokens,
+        "model": model.name, "prediction": prediction, "compact_tools": compact,
+        "sampling": config.sampling.to_dict(),
+        "max_prompt_tokens": config.max_prompt_tokens,
         "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
-    })
+    }, defaults={"prediction": "full", "compact_tools": False})  # what runs recorded before these settings used
     t0 = time.monotonic()
     records, n_predicted = await predict_rows(rows, model, config, show_progress=show_progress)
     t_pred = time.monotonic() - t0
@@ -342,6 +356,8 @@ async def evaluate(
     write_jsonl(out / "predictions.jsonl", final)
     run_info = {
         "model": model.name,
+        "prediction": prediction,
+        "compact_tools": compact,
         "judge": judge.name if judge else None,
         "judge_mode": config.judge_mode if judge else None,
         "sampling": config.sampling.to_dict(),

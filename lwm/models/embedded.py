@@ -10,6 +10,7 @@ dequantized GGUF, 0.3 s to load instead of 40 s, 0.2 GB of memory instead of 1 G
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -43,6 +44,20 @@ def adapter_name(model_name: str, adapter: str | Path) -> str:
     """The name of a model with a LoRA adapter (recorded in provenance, served over HTTP):
     ``<model>+<adapter file stem>``."""
     return f"{model_name}+{Path(adapter).stem}"
+
+
+def adapter_request(adapter: str | Path | None) -> tuple[str, bool]:
+    """How an adapter was trained to be asked (:mod:`lwm.prediction`): ``(prediction,
+    compact_tools)`` from the JSON record beside it (``<adapter stem>.json``, as the shipped
+    adapter has); ``("full", False)`` without an adapter, a record or those keys."""
+    record = Path(adapter).with_suffix(".json") if adapter else None
+    try:
+        data = json.loads(record.read_text(encoding="utf-8")) if record else {}
+    except (OSError, ValueError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    prediction = data.get("prediction") if data.get("prediction") in ("full", "change") else "full"
+    return prediction, data.get("compact_tools") is True
 
 
 def check_adapter(path: str | Path) -> Path:
@@ -129,6 +144,11 @@ class LlamaCppChatModel:
             cannot be written).
         name: model name recorded in provenance.
 
+    Attributes:
+        prediction: what the model writes, ``full`` or ``change`` (:mod:`lwm.prediction`),
+            and ``compact_tools``: whether it reads tool lists as signatures; both as the
+            adapter was trained (:func:`adapter_request`).
+
     Raises:
         ModelUnavailableError: ``llama-cpp-python``, the weights or the adapter are missing
             (or the adapter is not a GGUF LoRA adapter).
@@ -156,6 +176,7 @@ class LlamaCppChatModel:
         if lora_path:
             check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
+        self.prediction, self.compact_tools = adapter_request(lora_path)
         merged = merged_gguf(path, lora_path) if lora_path and merge_adapter else None
         if merged:
             path, lora_path = merged, None

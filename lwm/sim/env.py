@@ -6,14 +6,16 @@ the next one given the system prompt and the history so far, keeps only the obse
 :meth:`SimEnv.fork` copies it cheaply for branching and group sampling. At episode end a
 reward model (:func:`lwm.sim.reward.judge_reward`) may decide whether the task was achieved.
 
-The prompt is the one ``lwm eval`` scores (:func:`lwm.prompts.build_messages`), so a
-model's measured fidelity is the fidelity of the simulator built on it.
+The prompt is the one ``lwm eval`` scores (:func:`lwm.prediction.request`, in the model's
+prediction mode), so a model's measured fidelity is the fidelity of the simulator built on
+it; a model that writes changes has each full observation drawn from the episode's last.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import time
 from collections.abc import MutableMapping
 from typing import Any, Literal
@@ -25,7 +27,7 @@ from lwm.errors import EnvironmentClosedError
 from lwm.loop import run_sync
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, parse_output
-from lwm.prompts import build_messages
+from lwm.prediction import Prediction, full_observation, request, request_format
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 
@@ -88,7 +90,15 @@ class SimEnv:
         real_start: start episodes from the real environment's initial observation and
             system prompt for the task (read once per task by a real reset, cached in
             ``$LWM_HOME/starts.sqlite``; no real step is taken), instead of asking the
-            world model to write them.
+            world model to write them. A domain whose system prompt needs the real
+            environment's settings (fs, mcp: the server's tool list) takes its prompt, and
+            unless one is given its initial observation, from a real start whenever no
+            system prompt is given.
+        prediction: what the world model writes (:mod:`lwm.prediction`): ``full`` or
+            ``change`` (drawn into the full observation from the episode's last one);
+            not given: the model's own (``change`` for an adapter trained on changes).
+        compact_tools: send tool lists as one-line signatures (:func:`lwm.prompts.compact_tools`);
+            not given: as the model was trained.
 
     Raises:
         UnknownDomainError: ``domain`` is not registered.
@@ -105,7 +115,8 @@ class SimEnv:
                  judge_rewards: bool = True, judge_every_step: bool = False,
                  judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
                  memo: MutableMapping[str, asyncio.Future] | None = None, real_start: bool = False,
-                 show_task: bool = True) -> None:
+                 show_task: bool = True, prediction: Prediction | None = None,
+                 compact_tools: bool | None = None) -> None:
         if reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
         self.spec = domains.get(domain)
@@ -123,6 +134,7 @@ class SimEnv:
         self.memo = memo
         self.real_start = real_start
         self.show_task = show_task
+        self.prediction, self.compact_tools = request_format(model, prediction, compact_tools)
         self._system_prompt = system_prompt
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
@@ -156,14 +168,23 @@ class SimEnv:
         """
         task = task or Task("simulated")
         first = initial_observation if initial_observation is not None else task.options.get("initial_observation")
-        base, origin = self._base_prompt(task), "given"
-        if first is None and self.real_start:
+        origin = "given"
+        own_prompt = self._system_prompt is not None or bool(task.options.get("system_prompt"))
+        # a domain whose prompt needs the real environment's settings (fs, mcp: the server's
+        # tool list) takes it from a real start when none is given
+        needs_settings = not own_prompt and any(
+            p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in inspect.signature(self.spec.system_prompt).parameters.values())
+        if (first is None and self.real_start) or needs_settings:
             from lwm.sim.starts import real_start
 
             start = await asyncio.to_thread(real_start, self.domain, task)
-            first, origin = start.initial_observation, "real"
-            if self._system_prompt is None and not task.options.get("system_prompt"):
-                base = start.system_prompt
+            if first is None:
+                first, origin = start.initial_observation, "real"
+            base = self._system_prompt if own_prompt and self._system_prompt is not None else (
+                str(task.options["system_prompt"]) if own_prompt else start.system_prompt)
+        else:
+            base = self._base_prompt(task)
         system_prompt = apply_controls(with_initial_state(base, task), self.controls)
         if first is None:
             first, origin = await self._generate_initial(system_prompt, task), "generated"
@@ -239,7 +260,7 @@ class SimEnv:
             return await self._generate(pending)
         key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
                         [(t.action, t.observation) for t in traj.turns], action, self.model.name,
-                        self.sampling.to_dict())
+                        {**self.sampling.to_dict(), "prediction": self.prediction, "compact_tools": self.compact_tools})
         if (known := self.memo.get(key)) is not None:
             return {**await asyncio.shield(known), "memo_hit": True}
         future = self.memo[key] = asyncio.get_running_loop().create_future()
@@ -256,11 +277,14 @@ class SimEnv:
     async def _generate(self, pending: Trajectory) -> dict[str, Any]:
         """The world model's prediction for the last turn of ``pending``."""
         row = rows_from_trajectory(pending, action_lang=self.spec.action_lang, last_only=True)[-1]
-        messages, dropped = build_messages(row, self.model.count_tokens, self.max_prompt_tokens)
+        messages, dropped = request(row, self.prediction, self.model.count_tokens, self.max_prompt_tokens,
+                                    compact=self.compact_tools)
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
         parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        out = {"observation": parsed.observation, "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
+        written = {"change": parsed.observation} if self.prediction == "change" else {}
+        out = {"observation": full_observation(row, parsed.observation, self.prediction), **written,
+               "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
                "dropped_turns": dropped, "prompt_tokens": gen.prompt_tokens,
                "completion_tokens": gen.completion_tokens, "memo_hit": False}
         return out

@@ -20,14 +20,15 @@ is applied to the rows of ``lora_b`` of ``q_proj`` / ``k_proj``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lwm.errors import AdapterExportError, ModelUnavailableError
-from lwm.jsonl import atomic_path, read_json
+from lwm.jsonl import atomic_path, read_json, write_atomic
 
 # Hugging Face module path inside a decoder block → GGUF tensor name inside ``blk.N``.
 _MODULES = {
@@ -56,6 +57,8 @@ class ExportResult:
         rank: LoRA rank.
         alpha: ``adapter.lora.alpha`` written (PEFT's alpha; scaled for rsLoRA).
         bytes: file size.
+        request: how the model expects to be asked (:func:`training_request`), also written
+            into the record beside the adapter, ``<out stem>.json``.
     """
 
     path: Path
@@ -64,6 +67,7 @@ class ExportResult:
     rank: int
     alpha: float
     bytes: int
+    request: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,9 +110,9 @@ def _base_from_hf(path: Path) -> _Base:
 
 def _resolve_base(adapter: Path, base: str | Path | None) -> _Base:
     if base is None:
-        from lwm.train.sft import _adapter_base
+        from lwm.train.records import adapter_base
 
-        base = _adapter_base(adapter)
+        base = adapter_base(adapter)
     if base == "embedded":
         from lwm.models.embedded import embedded_gguf_path
 
@@ -211,8 +215,105 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
                     (name + ".lora_b", np.ascontiguousarray(b, dtype=np_dtype))]
 
     _write_gguf(out, info.arch, alpha, tensors, name=adapter.resolve().name)
+    request = training_request(adapter)
+    _record_request(out.with_suffix(".json"), request)
     return ExportResult(path=out, architecture=info.arch, tensors=len(tensors), rank=rank, alpha=alpha,
-                        bytes=out.stat().st_size)
+                        bytes=out.stat().st_size, request=request)
+
+
+def training_request(adapter: Path) -> dict[str, Any]:
+    """How the model trained in ``adapter`` expects to be asked, read from its training data:
+    ``{"prediction": …, "compact_tools": …}`` from the manifest of the ``lwm data build``
+    dataset the run (``lwm_train.json`` in the adapter's run folder) trained on; the
+    defaults (full observations, tool lists as they are) when any of those is missing."""
+    from lwm.train.records import RUN_FILE
+
+    run_file = adapter.parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
+    try:
+        data = Path(read_json(run_file)["settings"]["data"])
+        settings = read_json(data / "manifest.json")["settings"]
+        prediction, compact = settings.get("prediction", "full"), settings.get("compact_tools") is True
+    except (KeyError, TypeError, AttributeError, OSError, ValueError):
+        prediction, compact = "full", False
+    return {"prediction": prediction if prediction in ("full", "change") else "full", "compact_tools": compact}
+
+
+def _record_request(path: Path, request: dict[str, Any]) -> None:
+    """Write ``request`` into the JSON record beside an adapter (where
+    :func:`lwm.models.embedded.adapter_request` reads it), keeping the record's other keys."""
+    try:
+        record = read_json(path) if path.is_file() else {}
+    except Exception:  # noqa: BLE001 - an unreadable record is replaced
+        record = {}
+    record = record if isinstance(record, dict) else {}
+    write_atomic(path, json.dumps({**record, **request}, indent=2, ensure_ascii=False) + "\n")
+
+
+def _unpermute_rows(b: Any, n_head: int) -> Any:
+    """The inverse of :func:`_permute_rows`."""
+    out, r = b.shape
+    return b.reshape(n_head, out // n_head // 2, 2, r).swapaxes(1, 2).reshape(out, r)
+
+
+_GGUF_KEY = re.compile(r"^blk\.(\d+)\.(" + "|".join(_MODULES.values()) + r")\.weight\.lora_([ab])$")
+
+
+def import_lora_gguf(adapter: str | Path, out: str | Path, *, base: str = "embedded") -> Path:
+    """Write a GGUF LoRA adapter (``lwm train export``'s layout, e.g. the shipped warm-up
+    adapter) back as a PEFT adapter folder, so that training can continue from it
+    (``lwm train sft --init-adapter``): the inverse of :func:`export_lora_gguf`, in float32.
+
+    Args:
+        adapter: the ``.gguf`` adapter.
+        out: the folder to write (``adapter_config.json``, ``adapter_model.safetensors``).
+        base: the base model recorded in the folder (``"embedded"`` or a model directory;
+            its GGUF or config gives the head counts for the query/key row order).
+
+    Returns:
+        ``out``.
+
+    Raises:
+        ModelUnavailableError / AdapterExportError: an unreadable file, tensors that are not
+            LoRA matrices of the seven projections, ranks that differ between tensors.
+    """
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from lwm.models.embedded import check_adapter
+
+    adapter, out = check_adapter(adapter), Path(out)
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(adapter))
+    field = reader.get_field("adapter.lora.alpha")
+    if field is None:
+        raise AdapterExportError(f"{adapter}: no adapter.lora.alpha in the GGUF metadata")
+    alpha = float(field.contents())
+    info = _resolve_base(adapter, base)
+    hf_module = {v: k for k, v in _MODULES.items()}
+    weights, ranks, modules = {}, set(), set()
+    for t in reader.tensors:
+        m = _GGUF_KEY.match(t.name)
+        if not m:
+            raise AdapterExportError(f"{adapter}: tensor {t.name} is not a LoRA matrix of a projection")
+        layer, module, ab = m.groups()
+        shape = tuple(int(n) for n in reversed(t.shape.tolist()))
+        x = np.asarray(t.data, dtype=np.float32).reshape(shape)
+        if info.permute_qk and ab == "b" and module in ("attn_q", "attn_k"):
+            x = _unpermute_rows(x, info.n_head if module == "attn_q" else info.n_head_kv)
+        ranks.add(x.shape[0] if ab == "a" else x.shape[1])
+        modules.add(hf_module[module].split(".")[-1])
+        weights[f"base_model.model.model.layers.{layer}.{hf_module[module]}.lora_{ab.upper()}.weight"] = (
+            np.ascontiguousarray(x))
+    if len(ranks) != 1:
+        raise AdapterExportError(f"{adapter}: LoRA ranks {sorted(ranks)} differ between tensors")
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(out / "adapter_model.safetensors"))
+    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": ranks.pop(), "lora_alpha": alpha,
+              "lora_dropout": 0.05, "target_modules": sorted(modules), "bias": "none",
+              "base_model_name_or_path": base}
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return out
 
 
 def _natural(name: str) -> tuple:

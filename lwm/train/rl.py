@@ -57,8 +57,8 @@ from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory
 from lwm.sim.backends import BACKENDS, EnvFactory
+from lwm.train.records import RUN_FILE
 
-RUN_FILE = "lwm_train.json"
 OBJECTIVES = ("agent", "fidelity")
 
 
@@ -501,7 +501,8 @@ def _format_reward(completions, format_reward, **_: Any) -> list[float]:
 
 def fidelity_dataset(data: Path) -> Any:
     """The train split of a ``lwm data build`` directory as GRPO prompts: the world-model
-    messages, the real observation, its volatile spans and domain.
+    messages, what the model should write (the real observation, or its change in a dataset
+    built with ``--predict change``), its volatile spans and domain.
 
     Raises:
         DataNotFoundError: no train split.
@@ -511,11 +512,24 @@ def fidelity_dataset(data: Path) -> Any:
     from lwm.data.build import read_built
 
     examples, _ = read_built(Path(data))
-    rows = [{"prompt": ex["prompt"], "observation": ex["observation"], "domain": ex["domain"],
-             "volatile": json.dumps(ex.get("volatile") or [])} for ex in examples["train"]]
+    rows = [{"prompt": ex["prompt"], "domain": ex["domain"], **_written(ex)} for ex in examples["train"]]
     if not rows:
         raise DataNotFoundError(f"{data} holds no train examples")
     return Dataset.from_list(rows)
+
+
+def _written(example: dict) -> dict[str, str]:
+    """What the model should write for a built example, and its volatile spans: the
+    observation, or in a dataset built with ``--predict change`` the change (the
+    observation's last characters: the spans are moved with it, those before it dropped)."""
+    from lwm.parse import parse_output
+
+    observation, spans = example["observation"], example.get("volatile") or []
+    written = parse_output(example["completion"][-1]["content"]).observation
+    if written != observation:
+        shift = len(observation) - len(written) if observation.endswith(written) else None
+        spans = [] if shift is None else [[a - shift, b - shift] for a, b in spans if a >= shift]
+    return {"observation": written, "volatile": json.dumps(spans)}
 
 
 def _fidelity_reward(completions, observation, domain, volatile, **_: Any) -> list[float]:

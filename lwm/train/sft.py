@@ -35,21 +35,16 @@ from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
 from lwm.jsonl import read_json, write_atomic
+from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base
 
 #: PEFT target modules by default: every linear projection of a Llama/Qwen-style block.
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-#: The run's settings, written in --out when training starts; checked on --resume.
-RUN_FILE = "lwm_train.json"
-#: Written beside a saved adapter: what base model it belongs to (read by load/export).
-ADAPTER_META = "lwm_adapter.json"
-#: Written in --out when training ends.
-METRICS_FILE = "metrics.json"
 
 _ROLES = ("system", "user", "assistant")
 _SPLITS = {"train": ("train",), "validation": ("validation", "valid", "val")}
 # Settings that must not change when a run is resumed (epochs/steps/eval/save may).
 _IDENTITY = ("data", "model", "lora", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "lr",
-             "batch_size", "grad_accum", "max_length", "seed")
+             "batch_size", "grad_accum", "max_length", "seed", "init_adapter")
 
 
 @dataclass
@@ -87,6 +82,11 @@ class TrainConfig:
         eval_on_start: also evaluate before the first step (the loss of the base model).
         bf16: bfloat16 mixed precision (default: on when a CUDA GPU supports it; off on CPU).
         gradient_checkpointing: trade compute for memory (default: on with CUDA, off on CPU).
+        init_adapter: start the LoRA adapter from this one instead of from zero: ``warmup``
+            (the shipped warm-up adapter), a GGUF adapter (``lwm train export``'s) or a PEFT
+            adapter folder. Its rank and target modules replace ``lora_r`` and
+            ``target_modules``. Continuing the shipped adapter on new data keeps one small
+            adapter to ship.
     """
 
     data: Path
@@ -113,6 +113,7 @@ class TrainConfig:
     eval_on_start: bool = False
     bf16: bool | None = None
     gradient_checkpointing: bool | None = None
+    init_adapter: str | None = None
 
     def __post_init__(self) -> None:
         self.data, self.out = Path(self.data), Path(self.out)
@@ -132,6 +133,8 @@ class TrainConfig:
             raise ValueError(f"epochs must be positive, got {self.epochs}")
         if self.warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if self.init_adapter is not None and not self.lora:
+            raise ValueError("init_adapter starts a LoRA adapter: it cannot be used with full fine-tuning")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
 
@@ -456,7 +459,7 @@ def load_trained_model(path: str | Path) -> tuple[Any, Any]:
     if (path / "adapter_config.json").is_file():
         from peft import PeftModel
 
-        base = _adapter_base(path)
+        base = adapter_base(path)
         model, tokenizer = _load_base(base)
         model = PeftModel.from_pretrained(model, path)
         if (path / "tokenizer_config.json").is_file():
@@ -473,23 +476,30 @@ def load_trained_model(path: str | Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _adapter_base(path: Path) -> str:
-    """The base model of an adapter folder: ``"embedded"`` or a model directory."""
-    # The adapter's own record, else (a checkpoint-N folder) the run's settings.
-    for meta, keys in ((path / ADAPTER_META, ("model",)), (path.parent / RUN_FILE, ("settings", "model"))):
-        if meta.is_file():
-            value = read_json(meta)
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-            if isinstance(value, str) and value:
-                return value
-    base = read_json(path / "adapter_config.json").get("base_model_name_or_path")
-    if not base:
-        raise ModelUnavailableError(f"{path}: cannot tell the adapter's base model (no {ADAPTER_META})")
-    return base
-
-
 # ----------------------------------------------------------------------------- training
+
+
+def _with_init_adapter(model: Any, config: TrainConfig) -> Any:
+    """``model`` wrapped in the trainable LoRA adapter ``config.init_adapter`` names."""
+    from peft import PeftModel
+
+    source = config.init_adapter
+    if source == "warmup":
+        from lwm.models.embedded import warmup_adapter_path
+
+        source = str(warmup_adapter_path())
+    path = Path(source)
+    if path.is_file():  # a GGUF adapter: converted once into the run directory
+        from lwm.train.export import import_lora_gguf
+
+        folder = config.out / "init-adapter"
+        if not (folder / "adapter_model.safetensors").is_file():
+            import_lora_gguf(path, folder, base=config.model)
+        path = folder
+    elif not (path / "adapter_config.json").is_file():
+        raise ModelUnavailableError(f"--init-adapter {source}: neither 'warmup', a GGUF adapter file nor a PEFT "
+                                    "adapter folder (with adapter_config.json)")
+    return PeftModel.from_pretrained(model, str(path), is_trainable=True)
 
 
 def _is_main_process() -> bool:
@@ -630,7 +640,9 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
         dataloader_num_workers=0,
     )
     peft_config = None
-    if config.lora:
+    if config.init_adapter is not None:
+        model = _with_init_adapter(model, config)
+    elif config.lora:
         peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                                  target_modules=list(config.target_modules), bias="none", task_type="CAUSAL_LM")
 

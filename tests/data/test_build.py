@@ -253,3 +253,41 @@ def test_cli_build(tok, tmp_path):
     domains = {s: {r["domain"] for r in examples[s]} for s in SPLITS}
     assert domains["train"] == domains["validation"] == {"terminal", "db"}  # every domain is held out in part
     assert sum(1 for _ in iter_jsonl(out / "train.jsonl")) == len(examples["train"])
+
+
+def screens_traj(episode: str, family: str, commands: list[tuple[str, str]]) -> Trajectory:
+    """A terminal episode whose screens grow as a real one's do (``clear`` empties it)."""
+    prov = Provenance(kind="real", source="terminal/test", run=0)
+    prompt, lines, turns = "root@sandbox:/app#", ["root@sandbox:/app#"], []
+    for i, (cmd, out) in enumerate(commands, start=1):
+        lines = [prompt] if cmd == "clear" else lines[:-1] + [f"{prompt} {cmd}", *out.split("\n"), prompt]
+        turns.append(Turn(index=i, action=json.dumps([{"keystrokes": cmd + "\n", "duration": 0.3}]),
+                          observation="\n".join(lines), provenance=prov))
+    return Trajectory(id=f"terminal/{episode}/run0", domain="terminal", system_prompt=domains.get("terminal").system_prompt(),
+                      initial_observation=prompt, turns=turns, metadata={"episode": episode, "family": family})
+
+
+def test_change_mode_targets_changes_and_counts_what_no_change_renders(tok, tmp_path):
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [screens_traj(f"e{i}", f"f{i}", [("ls", f"a{i}.txt"), (f"cat a{i}.txt", "hi"),
+                                                             ("clear", ""), ("pwd", "/app")]) for i in range(4)])
+    res = build(BuildConfig([src], tmp_path / "out", max_tokens=1024, prediction="change", prompt_variety=True),
+                tokenizer=tok, show_progress=False)
+    c = res.manifest["counts"]
+    assert c["skipped"]["change_unrenderable"] == 4 and c["train"] + c["validation"] == 12
+    assert res.manifest["settings"]["prediction"] == "change"
+    examples = [r for s in SPLITS for r in read_built(tmp_path / "out")[0][s]]
+    cat = next(r for r in examples if r["turn"] == 2)
+    written = parse_output(cat["completion"][0]["content"]).observation
+    assert written == f"root@sandbox:/app# cat {cat['episode'].split('/')[1].replace('e', 'a')}.txt\nhi\nroot@sandbox:/app#"
+    assert cat["observation"].startswith("root@sandbox:/app# ls\n")  # the full observation is kept beside it
+    assert domains.get("terminal").change_instruction in cat["prompt"][0]["content"]
+    pwd = next(r for r in examples if r["turn"] == 4 and r["episode"] == cat["episode"])
+    history = [m["content"] for m in pwd["prompt"] if m["role"] == "assistant"]
+    assert "cat a" in history[1] and "# ls" not in history[1]  # turn 2 shown as its change
+    phrasings = {r["prompt"][0]["content"].split("\n")[0] for r in examples}
+    assert len(phrasings) > 1  # several phrasings of the same system prompt
+    unseen = load_rows(tmp_path / "out" / "heldout-unseen-phrasing")
+    seen = load_rows(tmp_path / "out" / "heldout")
+    assert len(unseen) == len(seen) and unseen[0].system_str != seen[0].system_str
+    assert unseen[0].system_str.startswith("You will play the part of")

@@ -255,3 +255,50 @@ async def test_truncated_generations_cut_contexts_and_duplicate_rows_are_marked_
     assert err.count("cut the context") == 1 and "1 rows repeat an earlier row" in err
     report = (tmp_path / "run" / "report.md").read_text()
     assert "truncated_rows" in report and "context_cut_rows" in report
+
+
+def change_model(outputs: dict[str, str], systems: list | None = None):
+    """A scripted world model in mode change: the echoed command, its output, a new prompt."""
+    import re
+
+    def fn(messages):
+        if systems is not None:
+            systems.append(messages[0]["content"])
+        cmd = re.search(r'"keystrokes": "(.*?)\\n"', messages[-1]["content"]).group(1)
+        return f"<predicted_observation>root@sandbox:/app# {cmd}\n{outputs[cmd]}\nroot@sandbox:/app#</predicted_observation>"
+
+    model = FunctionChatModel(fn, name="change-wm")
+    model.prediction = "change"  # as an adapter trained on changes declares it
+    return model
+
+
+async def test_change_mode_is_drawn_into_full_screens_and_scored_as_such(tmp_path):
+    from lwm import domains
+
+    prov = Provenance(kind="real", source="test")
+    lines, turns, outputs = ["root@sandbox:/app#"], [], {}
+    for i in range(1, 4):
+        cmd, out = f"echo {i}", str(i)
+        outputs[cmd] = out
+        lines = lines[:-1] + [f"root@sandbox:/app# {cmd}", out, "root@sandbox:/app#"]
+        turns.append(Turn(index=i, action=f'[{{"keystrokes": "{cmd}\\n", "duration": 0.3}}]',
+                          observation="\n".join(lines), provenance=prov))
+    traj = Trajectory(id="terminal/c/run0", domain="terminal", system_prompt="SYS", turns=turns,
+                      initial_observation="root@sandbox:/app#")
+    write_rows(tmp_path / "data" / "terminal_test.jsonl", rows_from_trajectory(traj))
+    systems = []
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=tmp_path / "data"), change_model(outputs, systems),
+                             show_progress=False)
+    assert all(s.startswith("SYS\n\n") and s.endswith(domains.get("terminal").change_instruction) for s in systems)
+    assert summary["domains"]["terminal"]["exact"] == 100.0 and summary["run"]["prediction"] == "change"
+    recs = [json.loads(l) for l in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert recs[2]["change"] == "root@sandbox:/app# echo 3\n3\nroot@sandbox:/app#"
+    assert recs[2]["observation"].startswith("root@sandbox:/app# echo 1\n1\n")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["prediction"] == "change"
+    # asked in mode full instead, the same answers are taken whole: the screen's first lines are lost
+    full = await evaluate(EvalConfig(out=tmp_path / "full", data=tmp_path / "data", prediction="full"),
+                          change_model(outputs), show_progress=False)
+    assert full["domains"]["terminal"]["exact"] == pytest.approx(100 / 3, abs=0.1)
+    with pytest.raises(ValueError, match="prediction mode"):
+        await evaluate(EvalConfig(out=tmp_path / "bad", data=tmp_path / "data", prediction="diff"),
+                       change_model(outputs), show_progress=False)

@@ -17,8 +17,9 @@ from lwm.parse import DEFAULT_STOP
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-# Nine real turns (terminal, db, code: the first three of one held-out episode each) from
-# the validation split of the dataset the adapter was trained on (docs/results.md).
+# Nine real turns from task families the shipped adapter never trained on (docs/results.md):
+# the first three of a terminal `files` and a db `joins` episode, and the first turn of three
+# code `upper-variable` agent episodes (a policy's real attempts).
 SAMPLE = Path(__file__).parents[1] / "fixtures" / "warmup"
 
 
@@ -101,3 +102,18 @@ async def test_adapter_applied_at_run_time_when_the_merged_copy_cannot_be_cached
         assert out.completion_tokens > 0
     finally:
         await wm.aclose()
+
+
+def test_an_adapter_record_says_how_the_model_is_asked(tmp_path):
+    from lwm.models.embedded import adapter_request
+
+    assert adapter_request(None) == ("full", False)
+    assert adapter_request(tmp_path / "none.gguf") == ("full", False)  # no record beside it
+    record = tmp_path / "a.json"
+    for text, expected in (('{"prediction": "change", "compact_tools": true}', ("change", True)),
+                           ('{"prediction": "diff", "compact_tools": "yes"}', ("full", False)),
+                           ("[1, 2]", ("full", False)), ("{not json", ("full", False))):
+        record.write_text(text)
+        assert adapter_request(tmp_path / "a.gguf") == expected, text
+    shipped = json.loads(WARMUP_ADAPTER.with_suffix(".json").read_text())
+    assert adapter_request(WARMUP_ADAPTER) == (shipped.get("prediction", "full"), shipped.get("compact_tools") is True)

@@ -303,3 +303,32 @@ async def test_a_group_asking_at_once_is_one_model_call():
     steps = await asyncio.gather(*(env.astep(keys("ls\n")) for env in group))
     assert [s.observation for s in steps] == ["answer 2"] * 4 and len(calls) == 2
     assert [s.info["memo_hit"] for s in steps] == [False, True, True, True]
+
+
+def test_sim_in_change_mode_draws_each_screen_from_the_last():
+    def fn(messages):
+        cmd = messages[-1]["content"].split('"keystrokes": "')[1].split("\\n")[0]
+        return f"<predicted_observation>root@sandbox:/app# {cmd}\nout of {cmd}\nroot@sandbox:/app#</predicted_observation>"
+
+    env = SimEnv("terminal", FunctionChatModel(fn, name="change-wm"), judge_rewards=False, prediction="change")
+    env.reset(Task("t"), initial_observation="root@sandbox:/app#")
+    env.step(keys("ls\n"))
+    second = env.step(keys("pwd\n"))
+    assert second.observation == ("root@sandbox:/app# ls\nout of ls\nroot@sandbox:/app# pwd\nout of pwd\n"
+                                  "root@sandbox:/app#")
+    assert second.info["change"] == "root@sandbox:/app# pwd\nout of pwd\nroot@sandbox:/app#"
+    with pytest.raises(ValueError, match="prediction mode"):
+        SimEnv("terminal", FunctionChatModel(fn), prediction="diff")
+
+
+@needs_sandbox
+def test_a_tool_server_without_a_prompt_starts_from_the_real_server():
+    from lwm import domains
+
+    task = domains.get("fs").scripts()[0].task
+    env = SimEnv("fs", FunctionChatModel(lambda m: "<predicted_observation>x</predicted_observation>"),
+                 judge_rewards=False)
+    first = env.reset(task)
+    assert "read_text_file" in env.trajectory.system_prompt  # the real server's tool list
+    assert env.trajectory.metadata["initial_observation"] == "real" and first
+    assert env.step('{"name": "list_allowed_directories", "arguments": {}}').observation == "x"

@@ -153,3 +153,19 @@ def test_training_tasks_from_a_task_file(tmp_path):
     with pytest.raises(RowFormatError, match=r"tasks.jsonl:5: not valid JSON"):
         train_rl(RLConfig(out=tmp_path / "e", tasks_file=tasks, backend="replay", cache=cache))  # no model loaded
     assert not (tmp_path / "e").exists()  # a refused run leaves no folder behind
+
+
+def test_fidelity_rewards_compare_what_the_model_should_write():
+    """In a dataset built with --predict change the reference is the change, its volatile
+    spans moved with it."""
+    from lwm.train.rl import _written
+
+    screen = "root@sandbox:/app# date\nTue 10:01\nroot@sandbox:/app# date\nTue 10:02\nroot@sandbox:/app#"
+    change = "root@sandbox:/app# date\nTue 10:02\nroot@sandbox:/app#"
+    shift = len(screen) - len(change)
+    example = {"observation": screen, "volatile": [[24, 33], [shift + 24, shift + 33]],
+               "completion": [{"role": "assistant", "content": f"<predicted_observation>\n{change}\n</predicted_observation>"}]}
+    assert _written(example) == {"observation": change, "volatile": "[[24, 33]]"}
+    full = {**example, "completion": [{"role": "assistant",
+                                       "content": f"<predicted_observation>\n{screen}\n</predicted_observation>"}]}
+    assert _written(full) == {"observation": screen, "volatile": json.dumps(example["volatile"])}

@@ -247,3 +247,49 @@ def test_export_rejects_what_llama_cpp_cannot_apply(tmp_path):
     with pytest.raises(AdapterExportError, match="adapter_model.safetensors: not a readable safetensors file"):
         export_lora_gguf(tmp_path, tmp_path / "a.gguf")
     assert not (tmp_path / "a.gguf").exists()
+
+
+@pytest.mark.slow
+def test_training_continues_from_an_exported_adapter(run, tmp_path):
+    """--init-adapter: the GGUF adapter read back into PEFT (q/k rows restored) is where a new
+    run starts: its first validation loss is the finished run's, not the base model's."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from lwm.train.export import export_lora_gguf, import_lora_gguf
+    from lwm.train.sft import train_sft
+
+    config, res = run
+    gguf = tmp_path / "a.gguf"
+    export_lora_gguf(res.adapter_dir, gguf, dtype="f32")
+    back = load_file(str(import_lora_gguf(gguf, tmp_path / "peft") / "adapter_model.safetensors"))
+    trained = load_file(str(res.adapter_dir / "adapter_model.safetensors"))
+    for key, value in trained.items():
+        np.testing.assert_allclose(back[key.replace(".default", "")], value, rtol=0, atol=1e-6)
+    again = train_sft(TrainConfig(data=config.data, out=tmp_path / "more", max_steps=1, batch_size=8, lr=1e-9,
+                                  save_steps=1, eval_on_start=True, init_adapter=str(gguf)), show_progress=False)
+    assert again.eval_loss_start == pytest.approx(res.eval_loss, rel=0.02)
+    assert again.eval_loss_start < res.eval_loss_start / 2
+    with pytest.raises(ValueError, match="full fine-tuning"):
+        TrainConfig(data=config.data, out=tmp_path / "x", lora=False, init_adapter="warmup")
+    with pytest.raises(Exception, match="neither 'warmup'"):
+        train_sft(TrainConfig(data=config.data, out=tmp_path / "y", max_steps=1, init_adapter=str(tmp_path)),
+                  show_progress=False)
+
+
+def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
+    from lwm.train.export import training_request
+
+    data, run = tmp_path / "ds", tmp_path / "run"
+    (run / "checkpoint-3").mkdir(parents=True)
+    data.mkdir()
+    default = {"prediction": "full", "compact_tools": False}
+    assert training_request(run / "checkpoint-3") == default  # no run record
+    (run / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(data)}}))
+    assert training_request(run / "checkpoint-3") == default  # no dataset manifest
+    for settings in ([], {"prediction": "bogus", "compact_tools": "yes"}):
+        (data / "manifest.json").write_text(json.dumps({"settings": settings}))
+        assert training_request(run / "checkpoint-3") == default
+    (data / "manifest.json").write_text(json.dumps({"settings": {"prediction": "change", "compact_tools": True}}))
+    assert training_request(run / "checkpoint-3") == {"prediction": "change", "compact_tools": True}
+    assert training_request(run) == default and training_request(tmp_path / "missing") == default

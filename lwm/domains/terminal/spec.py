@@ -245,3 +245,63 @@ def trivial_observation(action: str, previous: str = "", system: str = "") -> st
     done.append(line)
     wrapped = [row[i : i + width] for row in done for i in range(0, max(len(row), 1), width)]
     return "\n".join(r.rstrip() for r in wrapped[-height:]).rstrip("\n")
+
+
+def _size(system: str) -> tuple[int, int]:
+    m = _SIZE.search(system)
+    return (max(1, int(m.group(1))), max(1, int(m.group(2)))) if m else (80, 24)
+
+
+def _screen_lines(text: str) -> list[str]:
+    """A screen's lines as tmux shows them: trailing spaces and trailing blank lines removed."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+#: What a world model predicting changes (``lwm.prediction``, mode ``change``) is told.
+CHANGE_INSTRUCTION = """\
+Write only the part of the screen that the action changes: the cursor's line as it now \
+reads (the prompt with the echoed keystrokes) and every line below it (the commands' output, \
+then the new prompt once the command has finished). Do not repeat the lines above the \
+cursor's line: they are drawn for you. Earlier turns in this conversation are shown the \
+same way.\
+"""
+
+
+def render_change(change: str, previous: str, action: str = "", system: str = "") -> str:
+    """The full screen from a predicted change (mode ``change`` of :mod:`lwm.prediction`):
+    the previous screen's lines above the cursor's line (its last line), then ``change``
+    (the cursor's line as it now reads and the lines below it). Lines wrap at the terminal's
+    width (read from the system prompt, default 80 × 24) and the last screenful is kept. The
+    action is not needed: the change echoes it.
+
+    >>> render_change("root@sandbox:/app# ls\\na.txt\\nroot@sandbox:/app# ", "$ pwd\\n/app\\nroot@sandbox:/app# ")
+    '$ pwd\\n/app\\nroot@sandbox:/app# ls\\na.txt\\nroot@sandbox:/app#'
+    """
+    width, height = _size(system)
+    above = _screen_lines(previous)[:-1]
+    rows = above + [row[i : i + width].rstrip() for row in _screen_lines(change)
+                    for i in range(0, max(len(row), 1), width)]
+    return "\n".join(_screen_lines("\n".join(rows[-height:])))
+
+
+def observed_change(previous: str, action: str, observation: str, system: str = "") -> str | None:
+    """The change :func:`render_change` turns back into ``observation`` (the shortest: as
+    many of the screen's first lines as possible are the previous screen's), or ``None``
+    when no change does (``clear``, a full-screen program: the screen no longer continues
+    the previous one).
+
+    >>> observed_change("$ pwd\\n/app\\n$", "", "$ pwd\\n/app\\n$ ls\\na.txt\\n$")
+    '$ ls\\na.txt\\n$'
+    """
+    above = _screen_lines(previous)[:-1]
+    after = _screen_lines(observation)
+    target = "\n".join(after)
+    for kept in range(min(len(above), len(after)), -1, -1):
+        if after[:kept] == above[len(above) - kept:]:
+            change = "\n".join(after[kept:])
+            if render_change(change, previous, action, system) == target:
+                return change
+    return None
