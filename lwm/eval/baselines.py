@@ -20,8 +20,8 @@ from __future__ import annotations
 from lwm import domains
 from lwm.models import load_model
 from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
-from lwm.parse import observation_text
-from lwm.schema import BenchRow, parse_prompt_item
+from lwm.prediction import action_of, previous_observation
+from lwm.schema import BenchRow
 
 BASELINES = ("repeat-last", "trivial")
 PREFIX = "baseline:"
@@ -47,15 +47,6 @@ def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
     if kwargs.get("adapter") or kwargs.get("base_url"):
         raise ValueError(f"{name} is a reference predictor: it takes no adapter and no endpoint")
     return RowBaseline(name.removeprefix(PREFIX))
-
-
-def previous_observation(row: BenchRow) -> str:
-    """The observation before the row's action: the previous turn's ground truth, or for
-    turn 1 the ``**Current State:**`` block of the first prompt (empty without one)."""
-    if row.turn_idx > 1:
-        return observation_text(row.response[row.turn_idx - 2])
-    _, state = parse_prompt_item(row.prompt[0]) if row.prompt else (None, None)
-    return state or ""
 
 
 class RowBaseline:
@@ -89,7 +80,7 @@ class RowBaseline:
         guess = spec.trivial_observation if spec else None
         if guess is None:
             return ""
-        action, _ = parse_prompt_item(row.current_prompt or row.prompt[row.turn_idx - 1])
+        action = action_of(row)
         if action is None:
             raise ValueError("no fenced **Action:** block in the row's current prompt")
         return guess(action, previous, row.system_str)

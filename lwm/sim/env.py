@@ -181,8 +181,7 @@ class SimEnv:
             start = await asyncio.to_thread(real_start, self.domain, task)
             if first is None:
                 first, origin = start.initial_observation, "real"
-            base = self._system_prompt if own_prompt and self._system_prompt is not None else (
-                str(task.options["system_prompt"]) if own_prompt else start.system_prompt)
+            base = self._base_prompt(task) if own_prompt else start.system_prompt
         else:
             base = self._base_prompt(task)
         system_prompt = apply_controls(with_initial_state(base, task), self.controls)
