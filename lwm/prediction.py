@@ -114,10 +114,15 @@ def request(row: BenchRow, prediction: Prediction = "full", count_tokens: Callab
     """The chat messages asking for the row's current turn in mode ``prediction``
     (:func:`lwm.prompts.build_messages` of the row, or of :func:`change_row`); with
     ``compact``, tool lists in the system prompt are one-line signatures
-    (:func:`lwm.prompts.compact_tools`)."""
+    (:func:`lwm.prompts.compact_tools`).
+
+    Raises:
+        ValueError: an unknown prediction mode.
+    """
     if compact:
         row = row.model_copy(update={"system_str": compact_tools(row.system_str)})
-    return build_messages(change_row(row) if prediction == "change" else row, count_tokens, max_prompt_tokens)
+    changed = check_prediction(prediction) == "change"
+    return build_messages(change_row(row) if changed else row, count_tokens, max_prompt_tokens)
 
 
 def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
@@ -128,7 +133,7 @@ def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "fu
     prediction stays empty: a model that wrote nothing is not credited with the previous
     observation."""
     spec = domains.find(row.domain)
-    if prediction == "full" or not (spec and spec.render_change) or not predicted.strip():
+    if check_prediction(prediction) == "full" or not (spec and spec.render_change) or not predicted.strip():
         return predicted
     return spec.render_change(predicted, previous_observation(row), action_of(row) or "", row.system_str)
 

@@ -135,6 +135,8 @@ def rephrase(system_prompt: str, phrasing: int) -> str:
     Raises:
         IndexError: no such phrasing.
     """
+    if isinstance(phrasing, bool) or not isinstance(phrasing, int) or not 0 <= phrasing < len(PHRASINGS):
+        raise IndexError(f"no phrasing {phrasing!r}: there are {len(PHRASINGS)} (0-{len(PHRASINGS) - 1})")
     role, closing = PHRASINGS[phrasing]
     if not role:
         return system_prompt

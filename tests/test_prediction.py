@@ -190,3 +190,13 @@ def test_every_domain_prompt_is_rephrased(name):
     assert rephrase("another benchmark's prompt", UNSEEN_PHRASING) == "another benchmark's prompt"
     with pytest.raises(IndexError):
         rephrase(system, len(PHRASINGS))
+
+
+def test_modes_and_phrasings_out_of_range_are_refused():
+    row = terminal_row()
+    for call in (lambda: request(row, "diff"), lambda: full_observation(row, "x", "diff")):
+        with pytest.raises(ValueError, match="prediction mode"):
+            call()
+    for bad in (-1, True, len(PHRASINGS), "1"):
+        with pytest.raises(IndexError, match="phrasing"):
+            rephrase(SYSTEM, bad)

@@ -42,8 +42,10 @@ def build_cmd(
     note(f"{c['train']} train + {c['validation']} validation examples "
          f"({len(res.manifest['splits']['train']['families'])} + "
          f"{len(res.manifest['splits']['validation']['families'])} families) in {res.seconds:.1f}s → {out}; "
-         f"{c['duplicates']} duplicates, {sum(c['skipped'].values())} over budget, {c['later_run_trajectories']} "
-         f"later-run trajectories left out, {c['examples_with_dropped_turns']} examples with dropped history")
+         f"{c['duplicates']} duplicates, {c['skipped']['target_over_budget'] + c['skipped']['prompt_over_budget']} "
+         f"over budget, {c['skipped']['change_unrenderable']} without a renderable change, "
+         f"{c['later_run_trajectories']} later-run trajectories left out, "
+         f"{c['examples_with_dropped_turns']} examples with dropped history")
 
 
 @data_app.command("annotate")

@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -774,6 +775,8 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
     if config.prompt_variety:
         write_heldout_rows(Path(config.out) / UNSEEN_DIR, [
             r.model_copy(update={"system_str": rephrase(r.system_str, UNSEEN_PHRASING)}) for r in heldout])
+    else:  # an earlier build's rows would pass for this one's
+        shutil.rmtree(Path(config.out) / UNSEEN_DIR, ignore_errors=True)
     write_dataset(config.out, examples, manifest)
     return BuildResult(Path(config.out), {s: len(examples[s]) for s in SPLITS}, manifest, time.monotonic() - t0)
 

@@ -479,27 +479,41 @@ def load_trained_model(path: str | Path) -> tuple[Any, Any]:
 # ----------------------------------------------------------------------------- training
 
 
-def _with_init_adapter(model: Any, config: TrainConfig) -> Any:
-    """``model`` wrapped in the trainable LoRA adapter ``config.init_adapter`` names."""
-    from peft import PeftModel
+def _init_adapter_source(config: TrainConfig) -> Path:
+    """The file or folder ``config.init_adapter`` names, checked before the model is loaded.
 
-    source = config.init_adapter
-    if source == "warmup":
+    Raises:
+        ModelUnavailableError: neither ``warmup``, a GGUF adapter nor a PEFT adapter folder
+            with its weights.
+    """
+    if config.init_adapter == "warmup":
         from lwm.models.embedded import warmup_adapter_path
 
-        source = str(warmup_adapter_path())
-    path = Path(source)
-    if path.is_file():  # a GGUF adapter: converted once into the run directory
+        return warmup_adapter_path()
+    path = Path(config.init_adapter)
+    if path.is_file():
+        from lwm.models.embedded import check_adapter
+
+        return check_adapter(path)
+    missing = [f for f in ("adapter_config.json", "adapter_model.safetensors") if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(f"--init-adapter {config.init_adapter}: neither 'warmup', a GGUF adapter file "
+                                    f"nor a PEFT adapter folder (no {' or '.join(missing)} there)")
+    return path
+
+
+def _with_init_adapter(model: Any, source: Path, config: TrainConfig) -> Any:
+    """``model`` wrapped in the trainable LoRA adapter at ``source`` (a GGUF adapter is
+    converted into ``out/init-adapter`` first, anew each time)."""
+    from peft import PeftModel
+
+    if source.is_file():
         from lwm.train.export import import_lora_gguf
 
         folder = config.out / "init-adapter"
-        if not (folder / "adapter_model.safetensors").is_file():
-            import_lora_gguf(path, folder, base=config.model)
-        path = folder
-    elif not (path / "adapter_config.json").is_file():
-        raise ModelUnavailableError(f"--init-adapter {source}: neither 'warmup', a GGUF adapter file nor a PEFT "
-                                    "adapter folder (with adapter_config.json)")
-    return PeftModel.from_pretrained(model, str(path), is_trainable=True)
+        shutil.rmtree(folder, ignore_errors=True)  # never a leftover of another adapter
+        source = import_lora_gguf(source, folder, base=config.model)
+    return PeftModel.from_pretrained(model, str(source), is_trainable=True)
 
 
 def _is_main_process() -> bool:
@@ -583,6 +597,7 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
         ValueError: every example is longer than ``max_length``.
     """
     data = load_sft_dataset(config.data)
+    init = _init_adapter_source(config) if config.init_adapter is not None else None
     last = _prepare_out(config)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # model hubs are never contacted
     try:
@@ -640,8 +655,8 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
         dataloader_num_workers=0,
     )
     peft_config = None
-    if config.init_adapter is not None:
-        model = _with_init_adapter(model, config)
+    if init is not None:
+        model = _with_init_adapter(model, init, config)
     elif config.lora:
         peft_config = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                                  target_modules=list(config.target_modules), bias="none", task_type="CAUSAL_LM")

@@ -291,3 +291,13 @@ def test_change_mode_targets_changes_and_counts_what_no_change_renders(tok, tmp_
     seen = load_rows(tmp_path / "out" / "heldout")
     assert len(unseen) == len(seen) and unseen[0].system_str != seen[0].system_str
     assert unseen[0].system_str.startswith("You will play the part of")
+
+
+def test_a_build_without_prompt_variety_leaves_no_earlier_unseen_phrasing_rows(tok, tmp_path):
+    src = tmp_path / "t.jsonl"
+    write_trajectories(src, [make_traj(f"e{i}", f"f{i}") for i in range(4)])
+    out = tmp_path / "out"
+    build(BuildConfig([src], out, prompt_variety=True), tokenizer=tok, show_progress=False)
+    assert (out / "heldout-unseen-phrasing").is_dir()
+    build(BuildConfig([src], out), tokenizer=tok, show_progress=False)
+    assert not (out / "heldout-unseen-phrasing").exists()

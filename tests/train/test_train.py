@@ -293,3 +293,21 @@ def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
     (data / "manifest.json").write_text(json.dumps({"settings": {"prediction": "change", "compact_tools": True}}))
     assert training_request(run / "checkpoint-3") == {"prediction": "change", "compact_tools": True}
     assert training_request(run) == default and training_request(tmp_path / "missing") == default
+
+
+def test_a_bad_init_adapter_is_named_before_the_model_loads(tmp_path):
+    from lwm.errors import ModelUnavailableError
+    from lwm.train.sft import train_sft
+
+    data = write_dataset(tmp_path / "data", [example("a")])
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "adapter_config.json").write_text("{}")
+    not_gguf = tmp_path / "x.gguf"
+    not_gguf.write_text("no")
+    for source, message in ((tmp_path / "missing", "no adapter_config.json or adapter_model.safetensors"),
+                            (half, "no adapter_model.safetensors"), (not_gguf, "not a GGUF file")):
+        with pytest.raises(ModelUnavailableError, match=message):
+            train_sft(TrainConfig(data=data, out=tmp_path / "run", max_steps=1, init_adapter=str(source)),
+                      show_progress=False)
+        assert not (tmp_path / "run").exists()
