@@ -226,6 +226,7 @@ def training_request(adapter: Path) -> dict[str, Any]:
     ``{"prediction": …, "compact_tools": …}`` from the manifest of the ``lwm data build``
     dataset the run (``lwm_train.json`` in the adapter's run folder) trained on; the
     defaults (full observations, tool lists as they are) when any of those is missing."""
+    from lwm.prediction import PREDICTIONS
     from lwm.train.records import RUN_FILE
 
     run_file = adapter.parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
@@ -235,7 +236,7 @@ def training_request(adapter: Path) -> dict[str, Any]:
         prediction, compact = settings.get("prediction", "full"), settings.get("compact_tools") is True
     except (KeyError, TypeError, AttributeError, OSError, ValueError):
         prediction, compact = "full", False
-    return {"prediction": prediction if prediction in ("full", "change") else "full", "compact_tools": compact}
+    return {"prediction": prediction if prediction in PREDICTIONS else "full", "compact_tools": compact}
 
 
 def _record_request(path: Path, request: dict[str, Any]) -> None:
@@ -277,13 +278,12 @@ def import_lora_gguf(adapter: str | Path, out: str | Path, *, base: str = "embed
             LoRA matrices of the seven projections, ranks that differ between tensors.
     """
     import numpy as np
+    from gguf import GGUFReader
     from safetensors.numpy import save_file
 
     from lwm.models.embedded import check_adapter
 
     adapter, out = check_adapter(adapter), Path(out)
-    from gguf import GGUFReader
-
     reader = GGUFReader(str(adapter))
     field = reader.get_field("adapter.lora.alpha")
     if field is None:
