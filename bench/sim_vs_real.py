@@ -8,6 +8,7 @@ verified task's probe (the reward).
 
     python bench/sim_vs_real.py [--domain terminal --domain web] [--episodes 4] [--concurrency 2]
                                 [--model embedded-warmup] [--base-url URL] [--max-turns 6]
+                                [--predict change --compact-tools]   # a served change-mode model
 
 Prints a Markdown table for docs/benchmarks.md: steps per second per environment on each
 side and their ratio, one row per domain.
@@ -32,7 +33,9 @@ def run(domain: str, backend: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         config = RolloutConfig(out=Path(tmp), domain=domain, backend=backend, episodes=args.episodes,
                                world_model=args.model, base_url=args.base_url, concurrency=args.concurrency,
-                               max_turns=args.max_turns)
+                               max_turns=args.max_turns,
+                               **({"prediction": args.predict, "compact_tools": args.compact_tools}
+                                  if backend == "sim" else {}))
         t0 = time.monotonic()
         res = rollout(config, show_progress=False)
         wall = time.monotonic() - t0
@@ -50,12 +53,18 @@ def main() -> None:
     ap.add_argument("--max-turns", type=int, default=6)
     ap.add_argument("--model", default=WORLD_MODEL)
     ap.add_argument("--base-url", default=None)
+    ap.add_argument("--predict", choices=("full", "change"), default=None,
+                    help="how to ask a served world model (default: the model's own; full over HTTP)")
+    ap.add_argument("--compact-tools", action=argparse.BooleanOptionalAction, default=None,
+                    help="tool lists as signatures (default: the model's own; off over HTTP)")
     args = ap.parse_args()
     if args.episodes < 1 or args.concurrency < 1 or args.max_turns < 1:
         ap.error("--episodes, --concurrency and --max-turns must be at least 1")
     chosen = args.domain or [d for d in domains.names(runnable=True) if domains.get(d).suite]
     for d in chosen:
-        if not domains.get(d).runnable:  # UnknownDomainError names the known ones
+        if d not in domains.names():
+            ap.error(f"unknown domain {d} (one of {', '.join(domains.names())})")
+        if not domains.get(d).runnable:
             ap.error(f"domain {d} has no real environment here")
     print(machine())
     print(f"\nThe first {args.episodes} episodes of each suite, scripted policy, {args.concurrency} at once, at most "

@@ -14,8 +14,10 @@ domains, the first candidate's margins, and the generated tokens and seconds per
 ``--per-domain N`` evaluates a seeded sample of at most N rows of each domain (written to
 ``--out/rows``), the same rows for every model; ``--exclude-family F`` leaves a family's
 rows out (one that an adapter under test was trained on). A candidate is ``LABEL=ADAPTER[:MODE]``: a
-GGUF adapter on the embedded model, asked in prediction mode ``full`` or ``change``
-(default: as its record says). ``--no-merge`` has llama.cpp apply adapters at run time
+GGUF adapter on the embedded model, or the run directory of ``lwm train rl --objective
+fidelity`` (its adapter on the model it trained), asked in prediction mode ``full`` or
+``change`` (default: as the adapter's record says, ``full`` without one; give the mode of
+a fidelity run's dataset). ``--no-merge`` has llama.cpp apply adapters at run time
 instead of loading the merged copy that ``lwm`` uses by default (see lwm.models.gguf_merge).
 """
 
@@ -30,13 +32,18 @@ from pathlib import Path
 
 from _common import machine
 
+from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.eval.baselines import is_baseline, load_predictor
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.jsonl import iter_jsonl, read_json
 from lwm.models import WORLD_MODEL, load_model
 from lwm.models.base import SamplingParams
+from lwm.models.embedded import check_adapter
 from lwm.parse import DEFAULT_STOP
+from lwm.prediction import PREDICTIONS
 from lwm.schema import write_rows
+from lwm.train.records import RUN_FILE
+from lwm.train.rl import policy_for
 
 REFERENCES = ("embedded", "baseline:repeat-last", "baseline:trivial")
 METRICS = (("line_f1", "line F1"), ("exact", "exact"), ("edit_similarity", "edit sim."))
@@ -111,14 +118,30 @@ def table(summaries: dict[str, dict], warm: str, costs: dict[str, tuple]) -> str
     return "\n".join(lines)
 
 
-def candidate(text: str) -> tuple[str, str, str | None]:
+def candidate(text: str) -> tuple[str, str, str, str | None]:
+    """``(label, model, adapter, mode)`` of ``LABEL=ADAPTER[:MODE]``; ``ADAPTER`` is a GGUF
+    LoRA file (on the embedded model) or the run directory of ``lwm train rl --objective
+    fidelity`` (its adapter on the model it trained)."""
     label, sep, rest = text.partition("=")
-    if not sep or not label or not rest:
+    adapter, colon, mode = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    if colon and mode not in PREDICTIONS:
+        raise argparse.ArgumentTypeError(f"unknown prediction mode {mode!r} in {text!r} (full or change)")
+    if not sep or not label or not adapter:
         raise argparse.ArgumentTypeError(f"expected LABEL=ADAPTER[:full|change], not {text!r}")
-    adapter, _, mode = rest.rpartition(":") if rest.endswith((":full", ":change")) else (rest, "", "")
-    if not Path(adapter).is_file():
-        raise argparse.ArgumentTypeError(f"no adapter file {adapter}")
-    return label, adapter, mode or None
+    try:
+        if Path(adapter).is_dir():
+            settings = read_json(Path(adapter) / RUN_FILE).get("settings")
+            objective = settings.get("objective") if isinstance(settings, dict) else None
+            if objective != "fidelity":
+                raise argparse.ArgumentTypeError(f"{adapter} is not a run of lwm train rl --objective fidelity "
+                                                 f"(objective {objective!r})")
+            model, adapter = policy_for(Path(adapter))
+        else:
+            model = "embedded"
+        check_adapter(adapter)
+    except (DataNotFoundError, RowFormatError, ModelUnavailableError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return label, model, adapter, mode or None
 
 
 def main() -> None:
@@ -142,8 +165,8 @@ def main() -> None:
     data = sample_rows(args.data, args.per_domain, args.out / "rows", set(args.exclude_family)) if chosen else args.data
     warm = "warm-up"
     summaries = {warm: run(warm, "embedded" if args.adapter else WORLD_MODEL, args.adapter, None, data, args)}
-    for label, adapter, mode in args.candidate:
-        summaries[label] = run(label, "embedded", adapter, mode, data, args)
+    for label, model, adapter, mode in args.candidate:
+        summaries[label] = run(label, model, adapter, mode, data, args)
     summaries |= {name: run(name, name, None, None, data, args) for name in REFERENCES
                   if not (args.no_base and name == "embedded")}
     costs = {name: cost(args.out / name.replace(":", "-")) for name in summaries}

@@ -149,7 +149,7 @@ def eval_(
                                           envvar="LWM_JUDGE_API_KEY", help_suffix="(The judge's.)"),
     judge_mode: str = option(EvalConfig, "judge_mode"),
     judge_max_tokens: int = option(SamplingParams, "max_tokens", "--judge-max-tokens", default=1024, min=1,
-                                   help_suffix="(The judge's. Default 1024.)"),
+                                   help_suffix="(The judge's.)"),
     baseline: Path | None = option(EvalConfig, "baseline"),
     predict: str | None = option(EvalConfig, "prediction", "--predict", metavar="full|change"),
     compact_tools: bool | None = option(EvalConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
@@ -210,6 +210,8 @@ def rollout(
     verified_only: bool = option(RolloutConfig, "verified_only"),
     concurrency: int = option(RolloutConfig, "concurrency", min=1),
     ray: bool = option(RolloutConfig, "ray", "--ray"),
+    predict: str | None = option(RolloutConfig, "prediction", "--predict", metavar="full|change"),
+    compact_tools: bool | None = option(RolloutConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
     out: Path | None = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
     progress: bool = PROGRESS,
 ) -> None:
@@ -225,7 +227,7 @@ def rollout(
                            policy=policy, policy_base_url=policy_base_url, world_model=world, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
                            max_turns=max_turns, reward=reward, verified_only=verified_only,
-                           concurrency=concurrency, ray=ray)
+                           concurrency=concurrency, ray=ray, prediction=predict, compact_tools=compact_tools)
     res = call(run_rollout, config, show_progress=progress, resume=out)
     reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
     note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")
@@ -411,7 +413,8 @@ def serve_model(
             flags = " ".join(f for f, on in (("--predict change", prediction == "change"),
                                              ("--compact-tools", compact)) if on)
             note(f"this adapter was trained to be asked with {flags}: an HTTP client cannot read that from the "
-                 f"server, so pass {flags} to lwm eval (SimEnv(prediction=…, compact_tools=…) in Python)")
+                 f"server, so pass {flags} to lwm eval and lwm rollout "
+                 "(SimEnv(prediction=…, compact_tools=…) in Python)")
 
     call(serve, host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
          prompt_cache_bytes=prompt_cache_mb << 20, adapter=adapter)

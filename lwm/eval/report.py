@@ -119,7 +119,7 @@ def _columns(groups: dict[str, dict]) -> list[str]:
 
 
 #: Short column heads for the terminal (80 columns hold them); Markdown keeps the summary's keys.
-_HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "cut",
+_HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "answer cut",
           "context_cut_rows": "context cut", "edit_similarity": "edit sim", "line_f1": "line F1",
           "trivial_line_f1": "trivial",
           "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed",

@@ -124,6 +124,23 @@ def embedded_gguf_path() -> Path:
     return path
 
 
+def bounded_ram_cache(capacity_bytes: int):
+    """llama-cpp-python's RAM prompt cache, with its size counted in full.
+
+    ``LlamaRAMCache`` counts only the KV bytes of each saved state, not the logits and
+    token arrays saved with it (about 100 MB per state for a 49k vocabulary), so its
+    capacity does not bound memory. This one counts everything.
+    """
+    from llama_cpp import LlamaRAMCache
+
+    class BoundedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+    return BoundedRAMCache(capacity_bytes=capacity_bytes)
+
+
 class LlamaCppChatModel:
     """A GGUF model run in-process by llama.cpp.
 
@@ -143,6 +160,10 @@ class LlamaCppChatModel:
             run time, which ``False`` asks for (and which is the fallback when the copy
             cannot be written).
         name: model name recorded in provenance.
+        prompt_cache_bytes: memory for saved KV states of earlier prompts (0: none). With
+            it, requests that interleave several conversations (episodes simulated at once)
+            each resume from the state their conversation's last request left, instead of
+            only the prefix shared with the request just before.
 
     Attributes:
         prediction: what the model writes, ``full`` or ``change`` (:mod:`lwm.prediction`),
@@ -163,6 +184,7 @@ class LlamaCppChatModel:
         lora_path: str | Path | None = None,
         merge_adapter: bool = True,
         name: str | None = None,
+        prompt_cache_bytes: int = 0,
     ) -> None:
         try:
             from llama_cpp import Llama
@@ -200,6 +222,8 @@ class LlamaCppChatModel:
         if lora_path and not self._llm._lora_adapter:
             self._llm.close()
             raise ModelUnavailableError(f"llama.cpp refused the adapter {lora_path} for {path}")
+        if prompt_cache_bytes > 0:
+            self._llm.set_cache(bounded_ram_cache(prompt_cache_bytes))
         self._thread_lock = threading.Lock()  # the model is not thread-safe
         self._queue = asyncio.Lock()
 

@@ -16,28 +16,12 @@ from lwm.errors import ModelUnavailableError
 from lwm.models.embedded import (
     EMBEDDED_NAME,
     adapter_name,
+    bounded_ram_cache,
     check_adapter,
     embedded_gguf_path,
     merged_gguf,
     warmup_adapter_path,
 )
-
-
-def _bounded_ram_cache(capacity_bytes: int):
-    """llama-cpp-python's RAM prompt cache, with its size counted in full.
-
-    ``LlamaRAMCache`` counts only the KV bytes of each saved state, not the logits and
-    token arrays saved with it (about 100 MB per state for a 49k vocabulary), so its
-    capacity does not bound memory. This one counts everything.
-    """
-    from llama_cpp import LlamaRAMCache
-
-    class BoundedRAMCache(LlamaRAMCache):
-        @property
-        def cache_size(self) -> int:
-            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
-
-    return BoundedRAMCache(capacity_bytes=capacity_bytes)
 
 
 def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
@@ -77,7 +61,7 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     app.state.lwm_model_name = alias
     if prompt_cache_bytes > 0:
         # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.
-        server_app._llama_proxy._current_model.set_cache(_bounded_ram_cache(prompt_cache_bytes))
+        server_app._llama_proxy._current_model.set_cache(bounded_ram_cache(prompt_cache_bytes))
     return app
 
 

@@ -27,6 +27,7 @@ from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.prediction import check_prediction
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
@@ -64,6 +65,11 @@ class RolloutConfig:
         verified_only: only tasks with a real verifier (to measure reward agreement).
         concurrency: episodes played at once.
         ray: run episodes as Ray tasks.
+        prediction: ``sim``: what the world model is asked to write, ``full`` or
+            ``change`` (:mod:`lwm.prediction`); default: the model's own (the shipped adapter's
+            record says ``change``), ``full`` for a model behind ``base_url``.
+        compact_tools: ``sim``: tool lists as signatures in the system prompt;
+            default: as for ``prediction``.
     """
 
     out: Path
@@ -84,6 +90,8 @@ class RolloutConfig:
     verified_only: bool = False
     concurrency: int = 4
     ray: bool = False
+    prediction: str | None = None
+    compact_tools: bool | None = None
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (recorded; a resume must match): the settings
@@ -99,8 +107,9 @@ class RolloutConfig:
 
 
 #: Settings a backend does not use (left out of a run's record).
-_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward"),
-           "replay": ("controls", "route", "reward"), "sim": ("route", "cache"), "hybrid": ("reward",)}
+_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward", "prediction", "compact_tools"),
+           "replay": ("controls", "route", "reward", "prediction", "compact_tools"), "sim": ("route", "cache"),
+           "hybrid": ("reward", "prediction", "compact_tools")}
 
 
 @dataclass
@@ -183,7 +192,18 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,
-                      max_turns=config.max_turns, options={"reward": config.reward} if config.backend == "sim" else {})
+                      max_turns=config.max_turns, options=_sim_options(config))
+
+
+def _sim_options(config: RolloutConfig) -> dict[str, Any]:
+    """The :class:`~lwm.sim.env.SimEnv` settings of a ``sim`` rollout."""
+    if config.backend != "sim":
+        if config.prediction is not None or config.compact_tools is not None:
+            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
+                             f"model of the sim backend, not {config.backend}")
+        return {}
+    prediction = check_prediction(config.prediction) if config.prediction is not None else None
+    return {"reward": config.reward, "prediction": prediction, "compact_tools": config.compact_tools}
 
 
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:

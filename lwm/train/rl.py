@@ -51,7 +51,7 @@ from typing import Any
 from lwm import domains
 from lwm.envs.base import Task
 from lwm.envs.cache import ReplayCache
-from lwm.errors import DataNotFoundError, RunMismatchError
+from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec
@@ -680,16 +680,23 @@ def policy_for(out: Path) -> tuple[str, str | None]:
 
     Raises:
         DataNotFoundError: the run has no exported adapter.
+        RowFormatError: the run's record is damaged.
+        ModelUnavailableError: the merged warm-up model cannot be written.
     """
     out = Path(out)
     gguf = out / "adapter.gguf"
     if not gguf.is_file():
         raise DataNotFoundError(f"{out} has no adapter.gguf (the export failed or the run is unfinished)")
     settings = read_json(out / RUN_FILE).get("settings", {})
+    if not isinstance(settings, dict):
+        raise RowFormatError(f"{out / RUN_FILE}: its settings are not a JSON object")
     if settings.get("model") == "embedded-warmup":
         from lwm.models.embedded import embedded_gguf_path, merged_gguf, warmup_adapter_path
 
-        return str(merged_gguf(embedded_gguf_path(), warmup_adapter_path())), str(gguf)
+        merged = merged_gguf(embedded_gguf_path(), warmup_adapter_path())
+        if merged is None:
+            raise ModelUnavailableError(f"cannot write the merged warm-up model that {gguf} applies to")
+        return str(merged), str(gguf)
     return "embedded", str(gguf)
 
 

@@ -72,11 +72,10 @@ async def test_unreachable_endpoint_failures_are_counted(tmp_path):
 
 
 def test_prompt_cache_counts_whole_states():
-    from lwm.models.embedded import LlamaCppChatModel
-    from lwm.models.server import _bounded_ram_cache
+    from lwm.models.embedded import LlamaCppChatModel, bounded_ram_cache
 
     llm = LlamaCppChatModel()._llm
-    cache = _bounded_ram_cache(capacity_bytes=300 << 20)
+    cache = bounded_ram_cache(capacity_bytes=300 << 20)
     for i in range(6):
         llm.reset()
         llm.eval(llm.tokenize(f"state number {i}".encode()))
@@ -85,6 +84,31 @@ def test_prompt_cache_counts_whole_states():
     per_state = state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
     assert state.scores.nbytes > state.llama_state_size  # what the library's own count leaves out
     assert cache.cache_size <= 300 << 20 and len(cache.cache_state) == min(6, (300 << 20) // per_state)
+
+
+async def test_a_prompt_cache_resumes_interleaved_conversations_with_the_same_answers():
+    """Two conversations asked in turn: with a prompt cache the in-process model keeps each
+    one's KV state, and greedy answers are those of a model without the cache."""
+    from lwm.models.embedded import LlamaCppChatModel
+
+    def conversation(name: str, turns: int) -> list[dict]:
+        msgs = [{"role": "system", "content": f"You simulate the shell of machine {name}."}]
+        for t in range(turns):
+            msgs += [{"role": "user", "content": f"$ echo {name}{t}"}, {"role": "assistant", "content": f"{name}{t}"}]
+        return msgs + [{"role": "user", "content": f"$ echo {name}{turns}"}]
+
+    sampling = SamplingParams(temperature=0.0, max_tokens=6)
+    order = [conversation("alpha", 1), conversation("beta", 1), conversation("alpha", 2), conversation("beta", 2)]
+    cached, plain = LlamaCppChatModel(prompt_cache_bytes=600 << 20), LlamaCppChatModel()
+    try:
+        with_cache = [(await cached.generate(m, sampling)).text for m in order]
+        without = [(await plain.generate(m, sampling)).text for m in order]
+        assert with_cache == without
+        assert len(cached._llm.cache.cache_state) >= 2  # a state per conversation
+        assert plain._llm.cache is None
+    finally:
+        await cached.aclose()
+        await plain.aclose()
 
 
 SSE_ERROR = (

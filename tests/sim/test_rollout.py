@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from lwm.cli import app
 from lwm.domains.terminal import keys
+from lwm.domains.terminal.spec import CHANGE_INSTRUCTION
 from lwm.errors import RowFormatError, RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
@@ -85,10 +86,32 @@ def test_rollout_on_a_local_ray_instance(tmp_path):
     (["--domain", "nowhere", "--backend", "real"], "unknown domain 'nowhere'"),
     (["--model", "baseline:trivial"], "reference predictor"),
     (["--policy", "baseline:repeat-last"], "reference predictor"),
+    (["--predict", "diff"], "unknown prediction mode 'diff'"),
+    (["--backend", "real", "--predict", "change"], "not real"),
+    (["--backend", "real", "--no-compact-tools"], "not real"),
 ])
 def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
     result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_a_served_world_model_is_asked_for_changes_when_told(tmp_path):
+    """A server cannot say which prediction mode its model was trained on: ``prediction``
+    asks for it, and a resume with another mode is refused."""
+    with vllm_style_server() as (base_url, log):
+        config = RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
+                               max_turns=1, reward="judge", prediction="change", compact_tools=True)
+        res = rollout(config, show_progress=False)
+        asked = len(log)
+        full = rollout(RolloutConfig(out=tmp_path / "full", backend="sim", episodes=1, world_model="served",
+                                     base_url=base_url, max_turns=1, reward="judge"), show_progress=False)
+    assert res.failed == {} and full.failed == {}
+    changes = [CHANGE_INSTRUCTION in b["messages"][0]["content"] for b in log]
+    assert changes[:asked].count(True) == 1 and not any(changes[asked:])  # the step; the start is a whole screen
+    assert json.loads((tmp_path / "rollout.json").read_text())["prediction"] == "change"
+    with pytest.raises(RunMismatchError, match="prediction"):
+        rollout(RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
+                              max_turns=1, reward="judge", compact_tools=True), show_progress=False)
 
 
 def test_wm2real_names_a_malformed_line(tmp_path):
