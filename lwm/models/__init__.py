@@ -46,6 +46,10 @@ class ModelSpec:
         adapter: a LoRA adapter in GGUF form (``lwm train export``) for a local llama.cpp model.
         merge_adapter: load the adapter merged into a cached copy of the model (faster);
             false applies it at run time.
+        prompt_cache_mb: a local llama.cpp model: memory for saved KV states of earlier
+            prompts, so that conversations asked in turn (episodes simulated at once) each
+            resume where they stopped (0: none). It changes speed, not answers, and is not
+            part of :meth:`settings`.
 
     >>> ModelSpec("embedded-warmup").label
     'embedded-warmup'
@@ -61,6 +65,7 @@ class ModelSpec:
     context_window: int | None = None
     adapter: str | None = None
     merge_adapter: bool = True
+    prompt_cache_mb: int = 0
 
     @property
     def label(self) -> str:
@@ -71,6 +76,7 @@ class ModelSpec:
         """What makes two models the same model (recorded with runs; no API key)."""
         d = asdict(self)
         d.pop("api_key")
+        d.pop("prompt_cache_mb")
         return d
 
     def load(self) -> ChatModel:
@@ -132,6 +138,7 @@ def load_model(
     context_window: int | None = None,
     adapter: str | None = None,
     merge_adapter: bool = True,
+    prompt_cache_mb: int = 0,
 ) -> ChatModel:
     """Build a chat-model backend (the settings are :class:`ModelSpec`'s; ``base_url``
     selects the OpenAI-compatible backend, ``hf:`` the transformers runtime, anything
@@ -145,7 +152,8 @@ def load_model(
         ValueError: an adapter for a model that cannot take one, or a reference predictor's
             name (``baseline:…``: those predict ``lwm eval`` rows, see :mod:`lwm.eval.baselines`).
     """
-    spec = ModelSpec(name, base_url, api_key, concurrency, timeout, context_window, adapter, merge_adapter)
+    spec = ModelSpec(name, base_url, api_key, concurrency, timeout, context_window, adapter, merge_adapter,
+                     prompt_cache_mb)
     if name.startswith("baseline:"):
         raise ValueError(f"{name} is a reference predictor of lwm eval (lwm.eval.baselines), not a chat model: "
                          "it cannot simulate, judge or act")
@@ -168,7 +176,8 @@ def load_model(
                 raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
             adapter = str(warmup_adapter_path())
         path = None if name in ("embedded", WORLD_MODEL) else name
-        model = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter)
+        model = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter,
+                                  prompt_cache_bytes=prompt_cache_mb << 20)
         if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
             model.name = adapter_name(model.name, adapter)
     model.spec = spec

@@ -183,12 +183,22 @@ def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:
     return out
 
 
+def prompt_cache_mb(episodes_at_once: int) -> int:
+    """The prompt cache of an in-process world model serving this many episodes at once:
+    room for each episode's last state (about 150 MB for SmolLM2 at 2,000 tokens, most of
+    it the logits llama-cpp-python saves with it), at most 2 GiB; none for one episode,
+    which the KV cache of the last prompt already serves (docs/benchmarks.md: 2.07× on the
+    terminal and 1.34× on web at 4 episodes at once)."""
+    return 0 if episodes_at_once < 2 else min(2048, 192 * episodes_at_once)
+
+
 def env_factory_for(config: RolloutConfig) -> EnvFactory:
     """The environments a rollout plays in (checked here, once)."""
     model = None
     if config.backend in ("sim", "hybrid") or (config.backend == "replay" and config.world_model != "real"):
         model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
-                          concurrency=max(16, config.concurrency))  # a request in flight per episode
+                          concurrency=max(16, config.concurrency),  # a request in flight per episode
+                          prompt_cache_mb=prompt_cache_mb(config.concurrency))
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,

@@ -1,6 +1,7 @@
 """lwm rollout and lwm wm2real: scripted and LLM policies against real and simulated backends."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import needs_sandbox
@@ -13,7 +14,7 @@ from lwm.domains.terminal.spec import CHANGE_INSTRUCTION
 from lwm.errors import RowFormatError, RunMismatchError
 from lwm.eval.wm2real import wm2real
 from lwm.schema import read_trajectories
-from lwm.sim.rollout import RolloutConfig, rollout
+from lwm.sim.rollout import RolloutConfig, env_factory_for, prompt_cache_mb, rollout
 
 runner = CliRunner()
 
@@ -112,6 +113,16 @@ def test_a_served_world_model_is_asked_for_changes_when_told(tmp_path):
     with pytest.raises(RunMismatchError, match="prediction"):
         rollout(RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
                               max_turns=1, reward="judge", compact_tools=True), show_progress=False)
+
+
+def test_a_simulator_serving_episodes_at_once_keeps_their_prompt_states(tmp_path):
+    """The in-process world model gets room for each concurrent episode's last state; the
+    cache changes speed, not answers, so it is not part of a model's recorded settings."""
+    assert [prompt_cache_mb(n) for n in (1, 2, 4, 100)] == [0, 384, 768, 2048]
+    config = RolloutConfig(out=tmp_path, backend="sim", concurrency=4)
+    spec = env_factory_for(config).model
+    assert spec.prompt_cache_mb == 768 and "prompt_cache_mb" not in spec.settings()
+    assert env_factory_for(replace(config, concurrency=1)).model.prompt_cache_mb == 0
 
 
 def test_wm2real_names_a_malformed_line(tmp_path):
