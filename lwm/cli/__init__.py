@@ -305,6 +305,8 @@ def agent_eval(
     replay: bool = option(AgentEvalConfig, "replay"),
     concurrency: int = option(AgentEvalConfig, "concurrency", min=1),
     timeout: float = option(AgentEvalConfig, "timeout", min=0.001),
+    predict: str | None = option(AgentEvalConfig, "prediction", "--predict", metavar="full|change"),
+    compact_tools: bool | None = option(AgentEvalConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
     out: Path | None = option(AgentEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/agent."),
     progress: bool = PROGRESS,
 ) -> None:
@@ -326,7 +328,8 @@ def agent_eval(
                              policy_adapter=str(policy_adapter) if policy_adapter else None,
                              temperature=temperature, max_turns=max_turns, backend=backend, world_model=world,
                              base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, replay=replay,
-                             concurrency=concurrency, timeout=timeout)
+                             concurrency=concurrency, timeout=timeout, prediction=predict,
+                             compact_tools=compact_tools)
     res = call(run_agent_eval, config, show_progress=progress, resume=out)
     Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.failed:
@@ -413,7 +416,7 @@ def serve_model(
             flags = " ".join(f for f, on in (("--predict change", prediction == "change"),
                                              ("--compact-tools", compact)) if on)
             note(f"this adapter was trained to be asked with {flags}: an HTTP client cannot read that from the "
-                 f"server, so pass {flags} to lwm eval and lwm rollout "
+                 f"server, so pass {flags} to lwm eval, lwm rollout and lwm agent eval "
                  "(SimEnv(prediction=…, compact_tools=…) in Python)")
 
     call(serve, host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,

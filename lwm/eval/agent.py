@@ -39,7 +39,8 @@ from lwm.envs.episode import Script
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
-from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
+from lwm.prediction import check_prediction
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.policy import PolicySpec, valid_action
@@ -82,6 +83,9 @@ class AgentEvalConfig:
         concurrency: episodes played at once.
         timeout: seconds per request to an OpenAI-compatible endpoint (the agent's, the
             world model's).
+        prediction: ``sim``: what the world model is asked to write, ``full`` or ``change``
+            (:mod:`lwm.prediction`); default: the model's own, ``full`` behind ``base_url``.
+        compact_tools: ``sim``: tool lists as signatures; default: as for ``prediction``.
     """
 
     out: Path
@@ -104,6 +108,8 @@ class AgentEvalConfig:
     replay: bool = True
     concurrency: int = 4
     timeout: float = 600.0
+    prediction: str | None = None
+    compact_tools: bool | None = None
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (recorded; a resume must match)."""
@@ -116,7 +122,7 @@ class AgentEvalConfig:
                 d.pop(k)
             d["tasks_file"] = task_file_digest(self.tasks_file)
         if self.backend != "sim":
-            for k in ("world_model", "base_url", "reward", "show_task", "replay"):
+            for k in ("world_model", "base_url", "reward", "show_task", "replay", "prediction", "compact_tools"):
                 d.pop(k)
         return d
 
@@ -256,11 +262,17 @@ def _trajectory_problem(record: dict) -> str | None:
 
 def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
     if config.backend == "real":
+        if config.prediction is not None or config.compact_tools is not None:
+            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
+                             "model of the sim backend, not real")
         return EnvFactory(domain, "real")
     model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
-                      concurrency=max(16, config.concurrency), timeout=config.timeout)
+                      concurrency=max(16, config.concurrency), timeout=config.timeout,
+                      prompt_cache_mb=prompt_cache_mb(config.concurrency))
+    prediction = check_prediction(config.prediction) if config.prediction is not None else None
     return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
-                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task})
+                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task,
+                               "prediction": prediction, "compact_tools": config.compact_tools})
 
 
 def _rate(successes: int, n: int) -> dict[str, Any]:

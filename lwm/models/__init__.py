@@ -17,7 +17,7 @@ from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, S
 WORLD_MODEL = "embedded-warmup"
 
 __all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "ModelSpec", "SamplingParams",
-           "default_model", "judge_for", "load_model", "served_model"]
+           "default_model", "judge_for", "load_model", "prompt_cache_mb", "served_model"]
 
 
 def judge_for(world_model: str) -> str | None:
@@ -25,6 +25,19 @@ def judge_for(world_model: str) -> str | None:
     model itself: the base model for the warm-up one (its adapter learned to predict
     observations, not to judge; its verdicts were unreadable in a test rollout)."""
     return "embedded" if world_model == WORLD_MODEL else None
+
+
+def prompt_cache_mb(episodes_at_once: int) -> int:
+    """:attr:`ModelSpec.prompt_cache_mb` for an in-process world model serving this many
+    episodes at once: room for each episode's last state (about 150 MB for SmolLM2 at 2,000
+    tokens, most of it the logits llama-cpp-python saves with it), at most 2 GiB; none for
+    one episode, which the KV cache of the last prompt already serves (docs/benchmarks.md:
+    2.07× on the terminal and 1.34× on web at 4 episodes at once).
+
+    >>> [prompt_cache_mb(n) for n in (1, 4, 100)]
+    [0, 768, 2048]
+    """
+    return 0 if episodes_at_once < 2 else min(2048, 192 * episodes_at_once)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from lwm.envs.episode import Script, aplay_episode, play_episode
 from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
-from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import check_prediction
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
@@ -181,15 +181,6 @@ def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:
         task = tasks[(i // group) % len(tasks)]
         out.append((f"{config.domain}/{task.name}/ep{i}", task))
     return out
-
-
-def prompt_cache_mb(episodes_at_once: int) -> int:
-    """The prompt cache of an in-process world model serving this many episodes at once:
-    room for each episode's last state (about 150 MB for SmolLM2 at 2,000 tokens, most of
-    it the logits llama-cpp-python saves with it), at most 2 GiB; none for one episode,
-    which the KV cache of the last prompt already serves (docs/benchmarks.md: 2.07× on the
-    terminal and 1.34× on web at 4 episodes at once)."""
-    return 0 if episodes_at_once < 2 else min(2048, 192 * episodes_at_once)
 
 
 def env_factory_for(config: RolloutConfig) -> EnvFactory:

@@ -54,7 +54,7 @@ from lwm.envs.cache import ReplayCache
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
-from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.schema import Trajectory
 from lwm.sim.backends import BACKENDS, EnvFactory
 from lwm.train.records import RUN_FILE
@@ -322,8 +322,9 @@ class AgentRollout:
                           for t in tasks}
         self.log = log
         self.calls = 0
-        world = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key) \
-            if config.backend in ("sim", "hybrid") else None
+        world = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
+                          prompt_cache_mb=prompt_cache_mb(config.prompts_per_step * config.num_generations)) \
+            if config.backend in ("sim", "hybrid") else None  # a step's episodes are simulated at once
         self.factories = {
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,

@@ -79,6 +79,18 @@ def test_in_the_simulator_then_replayed_in_the_real_environment(tmp_path):
     assert first.metadata["real_reward"] == 1.0 and first.metadata["initial_observation"] == "real"
 
 
+@needs_sandbox
+def test_a_served_change_mode_world_model_is_asked_for_changes(tmp_path):
+    from lwm.domains.terminal.spec import CHANGE_INSTRUCTION
+
+    with vllm_style_server() as (url, requests):
+        agent_eval(AgentEvalConfig(out=tmp_path, domains=("terminal",), tasks=1, policy="oracle", backend="sim",
+                                   world_model="stand-in", base_url=url, max_turns=1, prediction="change"),
+                   show_progress=False)
+    assert any(CHANGE_INSTRUCTION in r["messages"][0]["content"] for r in requests)
+    assert json.loads((tmp_path / "agent_eval.json").read_text())["prediction"] == "change"
+
+
 @pytest.mark.parametrize("args,message", [
     (["--domain", "nowhere"], "unknown domain 'nowhere'"),
     (["--domain", "search"], "no task families for domain 'search'"),
@@ -86,6 +98,9 @@ def test_in_the_simulator_then_replayed_in_the_real_environment(tmp_path):
     (["--backend", "replay"], "--backend must be real or sim"),
     (["--policy", "baseline:trivial"], "reference predictor"),
     (["--policy", "oracle", "--policy-base-url", "http://127.0.0.1:9/v1"], "it takes no --policy-base-url"),
+    (["--policy", "oracle", "--predict", "change"], "not real"),
+    (["--policy", "oracle", "--backend", "sim", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+      "--predict", "diff"], "unknown prediction mode 'diff'"),
 ])
 def test_bad_input_is_refused_with_one_line(tmp_path, args, message):
     result = runner.invoke(app, ["agent", "eval", "--out", str(tmp_path), "--no-progress", *args])

@@ -13,8 +13,9 @@ from lwm.domains.terminal import keys
 from lwm.domains.terminal.spec import CHANGE_INSTRUCTION
 from lwm.errors import RowFormatError, RunMismatchError
 from lwm.eval.wm2real import wm2real
+from lwm.models import prompt_cache_mb
 from lwm.schema import read_trajectories
-from lwm.sim.rollout import RolloutConfig, env_factory_for, prompt_cache_mb, rollout
+from lwm.sim.rollout import RolloutConfig, env_factory_for, rollout
 
 runner = CliRunner()
 
