@@ -40,7 +40,7 @@ from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction
+from lwm.prediction import check_prediction, request_format
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.policy import PolicySpec, valid_action
@@ -85,7 +85,8 @@ class AgentEvalConfig:
             world model's).
         prediction: ``sim``: what the world model is asked to write, ``full`` or ``change``
             (:mod:`lwm.prediction`); default: the model's own, ``full`` behind ``base_url``.
-        compact_tools: ``sim``: tool lists as signatures; default: as for ``prediction``.
+        compact_tools: ``sim``: tool lists as one-line signatures in the system prompt;
+            default: the model's own (yes for the shipped adapter), no behind ``base_url``.
     """
 
     out: Path
@@ -226,10 +227,14 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     factories = {d: _factory(config, d) for d in played}
     if not oracle:
         policy.make(played[0])  # load the agent once, here: a bad name fails before any episode
-    for factory in factories.values():
-        factory.world_model()
+    worlds = [factory.world_model() for factory in factories.values()]
     out.mkdir(parents=True, exist_ok=True)
-    check_run_settings(out / "agent_eval.json", config.settings())
+    settings, asked = config.settings(), None
+    if config.backend == "sim":  # recorded as the model is asked (a run from before these settings was asked so)
+        asked = dict(zip(("prediction", "compact_tools"),
+                         request_format(worlds[0], config.prediction, config.compact_tools)))
+        settings |= asked
+    check_run_settings(out / "agent_eval.json", settings, defaults=asked)
     items = []
     for eid, task, solution in tasks:
         domain = eid.split("/", 1)[0]

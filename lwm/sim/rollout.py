@@ -27,7 +27,7 @@ from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction
+from lwm.prediction import check_prediction, request_format
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
@@ -68,8 +68,8 @@ class RolloutConfig:
         prediction: ``sim``: what the world model is asked to write, ``full`` or
             ``change`` (:mod:`lwm.prediction`); default: the model's own (the shipped adapter's
             record says ``change``), ``full`` for a model behind ``base_url``.
-        compact_tools: ``sim``: tool lists as signatures in the system prompt;
-            default: as for ``prediction``.
+        compact_tools: ``sim``: tool lists as one-line signatures in the system prompt;
+            default: the model's own (yes for the shipped adapter), no behind ``base_url``.
     """
 
     out: Path
@@ -225,10 +225,14 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     # the models are loaded once per process, so the episodes of this process share them.
     policy = PolicySpec(config.policy, config.policy_base_url, config.api_key)
     policy.make(config.domain)
-    factory.world_model()
+    world = factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
-    settings = config.settings()
-    check_run_settings(out / "rollout.json", settings)
+    settings, asked = config.settings(), None
+    if config.backend == "sim":  # recorded as the model is asked (a run from before these settings was asked so)
+        asked = dict(zip(("prediction", "compact_tools"),
+                         request_format(world, config.prediction, config.compact_tools)))
+        settings |= asked
+    check_run_settings(out / "rollout.json", settings, defaults=asked)
     tasks = _tasks(config)
     items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
     journal, label = out / "trajectories.partial.jsonl", f"rollout {config.domain}/{config.backend}"

@@ -111,6 +111,12 @@ def test_a_served_world_model_is_asked_for_changes_when_told(tmp_path):
     changes = [CHANGE_INSTRUCTION in b["messages"][0]["content"] for b in log]
     assert changes[:asked].count(True) == 1 and not any(changes[asked:])  # the step; the start is a whole screen
     assert json.loads((tmp_path / "rollout.json").read_text())["prediction"] == "change"
+    # recorded as the model was asked: the default spelled out resumes the same run
+    assert json.loads((tmp_path / "full" / "rollout.json").read_text())["prediction"] == "full"
+    again = rollout(RolloutConfig(out=tmp_path / "full", backend="sim", episodes=1, world_model="served",
+                                  base_url=base_url, max_turns=1, reward="judge", prediction="full",
+                                  compact_tools=False), show_progress=False)
+    assert again.played == 0 and again.episodes == 1
     with pytest.raises(RunMismatchError, match="prediction"):
         rollout(RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
                               max_turns=1, reward="judge", compact_tools=True), show_progress=False)
