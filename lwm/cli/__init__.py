@@ -149,7 +149,8 @@ def eval_(
                                           envvar="LWM_JUDGE_API_KEY", help_suffix="(The judge's.)"),
     judge_mode: str = option(EvalConfig, "judge_mode"),
     judge_max_tokens: int = option(SamplingParams, "max_tokens", "--judge-max-tokens", default=1024, min=1,
-                                   help_suffix="(The judge's.)"),
+                                   help_suffix="(The judge's. Default 1024, not 256: its verdict follows "
+                                               "its reasoning.)"),
     baseline: Path | None = option(EvalConfig, "baseline"),
     predict: str | None = option(EvalConfig, "prediction", "--predict", metavar="full|change"),
     compact_tools: bool | None = option(EvalConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
