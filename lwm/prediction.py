@@ -60,6 +60,16 @@ def request_format(model: object, prediction: str | None = None, compact_tools: 
     return check_prediction(prediction), compact_tools
 
 
+def request_settings(model: object, prediction: str | None = None, compact_tools: bool | None = None,
+                     ) -> dict[str, Prediction | bool]:
+    """:func:`request_format` as a run records it: ``{"prediction": …, "compact_tools": …}``.
+
+    Raises:
+        ValueError: an unknown prediction mode.
+    """
+    return dict(zip(("prediction", "compact_tools"), request_format(model, prediction, compact_tools)))
+
+
 def previous_observation(row: BenchRow, turn: int | None = None) -> str:
     """The observation before turn ``turn`` (default: the row's current turn): the earlier
     turn's ground truth, or for turn 1 the ``**Current State:**`` block of the first prompt

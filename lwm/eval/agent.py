@@ -40,7 +40,7 @@ from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction, request_format
+from lwm.prediction import check_prediction, request_settings
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.policy import PolicySpec, valid_action
@@ -229,11 +229,9 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         policy.make(played[0])  # load the agent once, here: a bad name fails before any episode
     worlds = [factory.world_model() for factory in factories.values()]
     out.mkdir(parents=True, exist_ok=True)
-    settings, asked = config.settings(), None
-    if config.backend == "sim":  # recorded as the model is asked (a run from before these settings was asked so)
-        asked = dict(zip(("prediction", "compact_tools"),
-                         request_format(worlds[0], config.prediction, config.compact_tools)))
-        settings |= asked
+    # recorded as the model is asked (a run from before these settings was asked so)
+    asked = request_settings(worlds[0], config.prediction, config.compact_tools) if config.backend == "sim" else {}
+    settings = config.settings() | asked
     check_run_settings(out / "agent_eval.json", settings, defaults=asked)
     items = []
     for eid, task, solution in tasks:
@@ -249,7 +247,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     episodes = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _, _ in tasks])]
     write_trajectories(out / "episodes.jsonl", episodes)
     summary = summarize(episodes, config.backend)
-    summary.update(settings=config.settings(), failed=report.failures, seconds_this_invocation=round(report.seconds, 1))
+    summary.update(settings=settings, failed=report.failures, seconds_this_invocation=round(report.seconds, 1))
     write_atomic(out / "summary.json", dumps(summary) + "\n")
     write_atomic(out / "report.md", to_markdown(summary))
     return AgentEvalResult(out, summary, report.failures)

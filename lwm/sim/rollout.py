@@ -27,7 +27,7 @@ from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction, request_format
+from lwm.prediction import check_prediction, request_settings
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
@@ -227,11 +227,9 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     policy.make(config.domain)
     world = factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
-    settings, asked = config.settings(), None
-    if config.backend == "sim":  # recorded as the model is asked (a run from before these settings was asked so)
-        asked = dict(zip(("prediction", "compact_tools"),
-                         request_format(world, config.prediction, config.compact_tools)))
-        settings |= asked
+    # recorded as the model is asked (a run from before these settings was asked so)
+    asked = request_settings(world, config.prediction, config.compact_tools) if config.backend == "sim" else {}
+    settings = config.settings() | asked
     check_run_settings(out / "rollout.json", settings, defaults=asked)
     tasks = _tasks(config)
     items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
