@@ -40,7 +40,7 @@ from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction, request_settings
+from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.policy import PolicySpec, valid_action
@@ -264,18 +264,14 @@ def _trajectory_problem(record: dict) -> str | None:
 
 
 def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
+    request = sim_request(config.backend, config.prediction, config.compact_tools)
     if config.backend == "real":
-        if config.prediction is not None or config.compact_tools is not None:
-            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
-                             "model of the sim backend, not real")
         return EnvFactory(domain, "real")
     model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                       concurrency=max(16, config.concurrency), timeout=config.timeout,
                       prompt_cache_mb=prompt_cache_mb(config.concurrency))
-    prediction = check_prediction(config.prediction) if config.prediction is not None else None
     return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
-                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task,
-                               "prediction": prediction, "compact_tools": config.compact_tools})
+                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task, **request})
 
 
 def _rate(successes: int, n: int) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import check_prediction, request_settings
+from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
@@ -198,13 +198,8 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
 
 def _sim_options(config: RolloutConfig) -> dict[str, Any]:
     """The :class:`~lwm.sim.env.SimEnv` settings of a ``sim`` rollout."""
-    if config.backend != "sim":
-        if config.prediction is not None or config.compact_tools is not None:
-            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
-                             f"model of the sim backend, not {config.backend}")
-        return {}
-    prediction = check_prediction(config.prediction) if config.prediction is not None else None
-    return {"reward": config.reward, "prediction": prediction, "compact_tools": config.compact_tools}
+    request = sim_request(config.backend, config.prediction, config.compact_tools)
+    return {"reward": config.reward, **request} if config.backend == "sim" else request
 
 
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:
