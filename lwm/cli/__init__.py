@@ -163,12 +163,7 @@ def eval_(
 
     if judge_mode not in ("score", "real", "closer"):
         fail(ValueError(f"--judge-mode must be score, real or closer, not {judge_mode!r}"))
-    try:
-        body = json.loads(extra_body) if extra_body else {}
-    except json.JSONDecodeError as e:
-        fail(ValueError(f"--extra-body is not JSON: {e}"))
-    if not isinstance(body, dict):
-        fail(ValueError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'"))
+    body = _extra_body(extra_body)
     out = out or run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
@@ -188,6 +183,17 @@ def eval_(
     if summary["failed"] == summary["rows"]:
         note("every row failed; see 'errors' above and re-run the same command to retry them", "red")
         raise typer.Exit(1)
+
+
+def _extra_body(text: str | None) -> dict:
+    """``--extra-body``'s JSON object (``{}`` when not given); exits 2 on anything else."""
+    try:
+        body = json.loads(text) if text else {}
+    except json.JSONDecodeError as e:
+        fail(ValueError(f"--extra-body is not JSON: {e}"))
+    if not isinstance(body, dict):
+        fail(ValueError("--extra-body must be a JSON object, e.g. '{\"top_k\": 20}'"))
+    return body
 
 
 @app.command()
@@ -213,6 +219,7 @@ def rollout(
     ray: bool = option(RolloutConfig, "ray", "--ray"),
     predict: str | None = option(RolloutConfig, "prediction", "--predict", metavar="full|change"),
     compact_tools: bool | None = option(RolloutConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
+    extra_body: str | None = option(RolloutConfig, "extra_body", default=None, help_suffix="As JSON."),
     out: Path | None = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
     progress: bool = PROGRESS,
 ) -> None:
@@ -228,7 +235,8 @@ def rollout(
                            policy=policy, policy_base_url=policy_base_url, world_model=world, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
                            max_turns=max_turns, reward=reward, verified_only=verified_only,
-                           concurrency=concurrency, ray=ray, prediction=predict, compact_tools=compact_tools)
+                           concurrency=concurrency, ray=ray, prediction=predict, compact_tools=compact_tools,
+                           extra_body=_extra_body(extra_body))
     res = call(run_rollout, config, show_progress=progress, resume=out)
     reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
     note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")

@@ -100,6 +100,8 @@ def rl(
     api_key: str = option(RLConfig, "api_key", envvar="LWM_API_KEY"),
     reward: str = option(RLConfig, "reward"),
     show_task: bool = option(RLConfig, "show_task"),
+    predict: str | None = option(RLConfig, "prediction", "--predict", metavar="full|change"),
+    compact_tools: bool | None = option(RLConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
     cache: Path | None = option(RLConfig, "cache"),
     max_turns: int = option(RLConfig, "max_turns", min=1),
     data: Path | None = option(RLConfig, "data"),
@@ -128,7 +130,8 @@ def rl(
             RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
                           tasks_file=tasks_file, max_task_steps=max_task_steps, backend=backend, world_model=world,
-                          base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, cache=cache,
+                          base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, prediction=predict,
+                          compact_tools=compact_tools, cache=cache,
                           max_turns=max_turns, data=data, format_weight=format_weight,
                           num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,
                           max_new_tokens=max_new_tokens, temperature=temperature, lr=lr, lora_r=lora_r, beta=beta,

@@ -16,7 +16,7 @@ first).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory
 from lwm.sim.controls import Control
+from lwm.sim.env import DEFAULT_SAMPLING
 from lwm.sim.policy import PolicySpec
 
 
@@ -70,6 +71,10 @@ class RolloutConfig:
             record says ``change``), ``full`` for a model behind ``base_url``.
         compact_tools: ``sim``: tool lists as one-line signatures in the system prompt;
             default: the model's own (yes for the shipped adapter), no behind ``base_url``.
+        extra_body: fields added to each request to the world model's server
+            (``base_url``), e.g. ``{"repeat_penalty": 1.0}``: llama-cpp-python's server
+            applies a repeat penalty of 1.1 unless told, the in-process model none. Part of
+            the world model's sampling settings, so a replay cache keys on it.
     """
 
     out: Path
@@ -92,6 +97,7 @@ class RolloutConfig:
     ray: bool = False
     prediction: str | None = None
     compact_tools: bool | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (recorded; a resume must match): the settings
@@ -103,11 +109,14 @@ class RolloutConfig:
             d["cache"] = str(self.cache) if self.cache else None
         if "controls" in d:
             d["controls"] = list(self.controls)
+        if not self.extra_body:  # runs recorded before the setting existed resume
+            d.pop("extra_body", None)
         return d
 
 
 #: Settings a backend does not use (left out of a run's record).
-_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward", "prediction", "compact_tools"),
+_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward", "prediction", "compact_tools",
+                    "extra_body"),
            "replay": ("controls", "route", "reward", "prediction", "compact_tools"), "sim": ("route", "cache"),
            "hybrid": ("reward", "prediction", "compact_tools")}
 
@@ -190,10 +199,14 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
         model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                           concurrency=max(16, config.concurrency),  # a request in flight per episode
                           prompt_cache_mb=prompt_cache_mb(config.concurrency))
+    if config.extra_body and model is None:
+        asked = "a replay of real observations" if config.backend == "replay" else f"the {config.backend} backend"
+        raise ValueError(f"extra_body (--extra-body) goes to a world model's server; {asked} asks none")
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,
-                      max_turns=config.max_turns, options=_sim_options(config))
+                      max_turns=config.max_turns, options=_sim_options(config),
+                      sampling=replace(DEFAULT_SAMPLING, extra_body=dict(config.extra_body)))
 
 
 def _sim_options(config: RolloutConfig) -> dict[str, Any]:

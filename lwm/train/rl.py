@@ -55,6 +55,7 @@ from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError,
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
+from lwm.prediction import sim_request
 from lwm.schema import Trajectory
 from lwm.sim.backends import BACKENDS, EnvFactory
 from lwm.train.records import RUN_FILE
@@ -91,6 +92,12 @@ class RLConfig:
         show_task: ``agent`` on ``sim``: show the world model the agent's instruction. Off by
             default: in closed loop a world model that knows the goal predicts it, and the
             policy is paid for prose (docs/results.md, stage 2).
+        prediction: ``agent`` on ``sim``: what the world model is asked to write, ``full`` or
+            ``change`` (:mod:`lwm.prediction`); default: the model's own (the shipped adapter's
+            record says ``change``), ``full`` for a model behind ``base_url``.
+        compact_tools: ``agent`` on ``sim``: tool lists as one-line signatures in the world
+            model's system prompt; default: the model's own (yes for the shipped adapter), no
+            behind ``base_url``.
         cache: ``hybrid``/``replay``: the replay cache file.
         max_turns: ``agent``: actions per episode at most.
         data: ``fidelity``: a dataset directory of ``lwm data build``.
@@ -123,6 +130,8 @@ class RLConfig:
     api_key: str = "EMPTY"
     reward: str = "auto"
     show_task: bool = False
+    prediction: str | None = None
+    compact_tools: bool | None = None
     cache: Path | None = None
     max_turns: int = 2
     data: Path | None = None
@@ -167,7 +176,11 @@ class RLConfig:
 
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
+        if self.objective != "agent" and (self.prediction is not None or self.compact_tools is not None):
+            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how the agent objective "
+                             "asks its world model; the fidelity objective trains on the data's own")
         if self.objective == "agent":  # refused here, before train_rl loads any model
+            sim_request(self.backend, self.prediction, self.compact_tools)
             if self.backend not in BACKENDS:
                 raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
             if self.backend in ("replay", "hybrid") and self.cache is None:
@@ -183,6 +196,9 @@ class RLConfig:
              for k, v in asdict(self).items()}
         for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url", "api_key"):
             d.pop(k)
+        for k in ("prediction", "compact_tools"):  # the model's own when not given: runs from before resume
+            if d[k] is None:
+                d.pop(k)
         if self.tasks_file:  # the file's content, not its name, makes the task set
             from lwm.domains.tasks import task_file_digest
 
@@ -328,7 +344,8 @@ class AgentRollout:
         self.factories = {
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,
-                          options={"reward": config.reward, "real_start": True, "show_task": config.show_task}
+                          options={"reward": config.reward, "real_start": True, "show_task": config.show_task,
+                                   **sim_request(config.backend, config.prediction, config.compact_tools)}
                           if config.backend == "sim" else {})
             for d in dict.fromkeys(t["domain"] for t in tasks)}
 

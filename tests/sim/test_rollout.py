@@ -91,6 +91,9 @@ def test_rollout_on_a_local_ray_instance(tmp_path):
     (["--predict", "diff"], "unknown prediction mode 'diff'"),
     (["--backend", "real", "--predict", "change"], "not real"),
     (["--backend", "real", "--no-compact-tools"], "not real"),
+    (["--extra-body", "[1]"], "must be a JSON object"),
+    (["--extra-body", "{top_k: 2}"], "not JSON"),
+    (["--backend", "real", "--extra-body", '{"top_k": 2}'], "the real backend asks none"),
 ])
 def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
     result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])
@@ -120,6 +123,20 @@ def test_a_served_world_model_is_asked_for_changes_when_told(tmp_path):
     with pytest.raises(RunMismatchError, match="prediction"):
         rollout(RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
                               max_turns=1, reward="judge", compact_tools=True), show_progress=False)
+
+
+def test_extra_body_goes_to_the_world_models_server_and_is_recorded(tmp_path):
+    with vllm_style_server() as (base_url, log):
+        config = RolloutConfig(out=tmp_path, backend="sim", episodes=1, world_model="served", base_url=base_url,
+                               max_turns=1, reward="judge", extra_body={"repeat_penalty": 1.0})
+        assert rollout(config, show_progress=False).failed == {}
+    # the start and the step carry it; the reward model's requests (retried: the stand-in
+    # answers no verdict) are the judge's, with the judge's own settings
+    assert [body.get("repeat_penalty") for body in log[:2]] == [1.0, 1.0]
+    assert len(log) > 2 and not any("repeat_penalty" in body for body in log[2:])
+    assert json.loads((tmp_path / "rollout.json").read_text())["extra_body"] == {"repeat_penalty": 1.0}
+    # not given: not recorded, so runs from before the setting existed resume
+    assert "extra_body" not in RolloutConfig(out=tmp_path).settings()
 
 
 def test_a_simulator_serving_episodes_at_once_keeps_their_prompt_states(tmp_path):

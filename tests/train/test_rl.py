@@ -99,6 +99,22 @@ def test_bad_settings_are_refused():
         RLConfig(out="x", backend="replay", cache="/nonexistent/cache.sqlite")
     with pytest.raises(ValueError, match="1 tasks in all cannot fill a step of 2 prompts"):
         RLConfig(out="x", domains=("terminal", "terminal"), tasks=1)  # one domain, named twice
+    with pytest.raises(ValueError, match="unknown prediction mode 'diff'"):
+        RLConfig(out="x", prediction="diff")
+    with pytest.raises(ValueError, match="not real"):
+        RLConfig(out="x", backend="real", compact_tools=True)
+    with pytest.raises(ValueError, match="the fidelity objective trains on the data's own"):
+        RLConfig(out="x", objective="fidelity", data="d", prediction="full")
+
+
+def test_the_world_model_is_asked_as_told_and_the_run_records_it():
+    told = RLConfig(out="x", tasks=2, prompts_per_step=1, base_url="http://127.0.0.1:9/v1", world_model="served",
+                    prediction="change", compact_tools=True)
+    options = AgentRollout(told, agent_tasks(told)).factories["terminal"].options
+    assert options["prediction"] == "change" and options["compact_tools"] is True
+    assert told.identity()["prediction"] == "change"
+    # not told: the model's own, and not recorded (runs from before the settings resume)
+    assert "prediction" not in RLConfig(out="x", tasks=2, prompts_per_step=1).identity()
 
 
 def test_bad_settings_are_refused_before_a_model_loads_or_a_sandbox_starts(tmp_path, monkeypatch):
