@@ -8,10 +8,11 @@ full next observation.
   observation from the previous one, the action and the change with the domain's renderer
   (:attr:`lwm.domains.base.Domain.render_change`). The terminal's change is what appears
   below the echoed keystrokes (a command's output and the new prompt) instead of a whole
-  24-line screen. The earlier turns of the prompt are shown as changes too, so a history
-  window holds more turns for the same tokens. In a domain whose observation is already
-  the result of the action alone (db, code, tool calls) there is nothing to repeat and both
-  modes are the same.
+  24-line screen; the web's is the header and the accessibility-tree nodes the action
+  changed (a new page is written whole). The earlier turns of the prompt are shown as
+  changes too, so a history window holds more turns for the same tokens. In a domain whose
+  observation is already the result of the action alone (db, code, tool calls) there is
+  nothing to repeat and both modes are the same.
 
 Published work is split on the choice (web and SWE world models predict changes or
 states, Word2World full text); ``docs/results.md`` measures both for the embedded model.

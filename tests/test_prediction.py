@@ -83,6 +83,52 @@ def test_a_cleared_screen_has_no_change_and_blank_lines_do_not_count():
     assert render_change(screen(P + "ls", P), previous, "", SYSTEM) == trivial_observation(keys("ls\n"), previous, SYSTEM)
 
 
+# --------------------------------------------------------------------------- web renderer
+
+PAGE = "\n".join(["URL: http://shop.test/cart", "Title: Cart - Shop", "", "RootWebArea 'Cart - Shop', focused",
+                   "\t[3] link 'Shop'", "\t\tStaticText 'home'", "\t[4] textbox 'Coupon'", "\t[5] button 'Apply'"])
+
+
+def page(*tree: str, header: str = "URL: http://shop.test/cart\nTitle: Cart - Shop") -> str:
+    return "\n".join([header, "", "RootWebArea 'Cart - Shop', focused", *tree])
+
+
+@pytest.mark.parametrize("observation, change", [
+    # a field filled: its node and the text line below it, nothing else
+    (page("\t[3] link 'Shop'", "\t\tStaticText 'home'", "\t[4] textbox 'Coupon', value='X1', focused",
+          "\t\tStaticText 'X1'", "\t[5] button 'Apply'"),
+     "URL: http://shop.test/cart\nTitle: Cart - Shop\n\n\t[4] textbox 'Coupon', value='X1', focused\n\t\tStaticText 'X1'"),
+    # a failed action: the header with its Error line, the page unchanged
+    (page("\t[3] link 'Shop'", "\t\tStaticText 'home'", "\t[4] textbox 'Coupon'", "\t[5] button 'Apply'",
+          header="URL: http://shop.test/cart\nTitle: Cart - Shop\nError: Could not find element with bid \"9\""),
+     "URL: http://shop.test/cart\nTitle: Cart - Shop\nError: Could not find element with bid \"9\""),
+    # a node added (the ids no longer match): the whole page
+    (page("\t[3] link 'Shop'", "\t[4] textbox 'Coupon'", "\t[5] StaticText 'Invalid coupon'", "\t[6] button 'Apply'"),
+     None),
+    # another page with the same ids: the ids match, so only the changed nodes and the new header
+    (page("\t[3] link 'Shop'", "\t\tStaticText 'home'", "\t[4] textbox 'Coupon'", "\t[5] button 'Apply'",
+          header="URL: http://shop.test/cart?x=1\nTitle: Cart - Shop"),
+     "URL: http://shop.test/cart?x=1\nTitle: Cart - Shop"),
+])
+def test_web_changes_render_back_into_the_page(observation, change):
+    web = domains.get("web")
+    written = web.observed_change(PAGE, "", observation, "")
+    assert written == (observation if change is None else change)
+    assert web.render_change(written, PAGE, "", "") == observation
+
+
+def test_web_changes_the_model_gets_wrong_are_drawn_as_written():
+    web = domains.get("web")
+    # no header: the previous URL and Title (without an Error line) are kept
+    assert web.render_change("\t[5] button 'Apply', focused", PAGE, "", "").split("\n")[:2] == PAGE.split("\n")[:2]
+    # a node the page does not have is added at the end; text before the first node is ignored
+    drawn = web.render_change("URL: u\nTitle: t\n\nStaticText 'stray'\n\t[77] button 'New'", PAGE, "", "")
+    assert drawn == "\n".join(["URL: u", "Title: t", "", *PAGE.split("\n")[3:], "\t[77] button 'New'"])
+    # an observation without a header or a RootWebArea line renders back from nothing
+    assert web.observed_change(PAGE, "", "just text", "") is None
+    assert web.observed_change("", "", PAGE, "") == PAGE
+
+
 # --------------------------------------------------------------------------- rows in mode change
 
 def terminal_row(turn: int = 3):

@@ -223,3 +223,23 @@ def test_collect_plays_the_suite(tmp_path):
     rewards = {t["metadata"]["episode"]: t["reward"] for t in trajs}
     assert rewards == {"shop-browse-history": None, "shop-checkout": 1.0}
     assert rows[0].response[-1].startswith("**Environment Observation:**")
+
+
+@needs_sandbox
+@needs_browser
+def test_changes_of_real_pages_render_back(env):
+    """Mode ``change`` on a real browser: a field filled or a failed action is written as the
+    header and the changed nodes, a new page whole; each renders back into the real page."""
+    previous = env.reset(Task("change", options={"start_url": "http://admin.test/users/new"}))
+    written = []
+    for action in ("fill('19', 'Zoë')", "click('999')", "goto('http://shop.test/')"):
+        observation = env.step(action).observation
+        change = domain.observed_change(previous, action, observation)
+        assert domain.render_change(change, previous, action) == observation
+        written.append(change)
+        previous = observation
+    filled, failed, new_page = written
+    assert filled.split("\n")[:2] == ["URL: http://admin.test/users/new", "Title: New user - Admin"]
+    assert "value='Zoë'" in filled and "RootWebArea" not in filled and len(filled) < len(previous) / 3
+    assert failed.split("\n")[2] == 'Error: Could not find element with bid "999"' and failed.count("\n") == 2
+    assert new_page == previous and new_page.startswith("URL: http://shop.test/\n")

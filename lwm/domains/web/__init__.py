@@ -25,6 +25,9 @@ DOMAIN = Domain(
     reward_rubric=('Success in a browser: the page state the task asks for (a form sent, an item in the cart, an '
                    'answer given with send_msg_to_user) shows in the last accessibility trees.'),
     ends_episode=spec.ends_episode,
+    render_change=spec.render_change,
+    observed_change=spec.observed_change,
+    change_instruction=spec.CHANGE_INSTRUCTION,
     environment=Lazy("lwm.domains.web.env:WebEnv"),
     suite=Lazy("lwm.domains.web.suite"),
 )

@@ -24,6 +24,7 @@ name are left out, their children moved up.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from lwm.errors import ActionFormatError
@@ -211,3 +212,107 @@ def canonical(observation: str) -> str:
 def system_prompt() -> str:
     """The world-model system prompt of the web domain."""
     return SYSTEM_PROMPT
+
+
+# --- Mode ``change`` (lwm.prediction): the header, then only the nodes the action changed.
+
+#: What a world model predicting changes (``lwm.prediction``, mode ``change``) is told.
+CHANGE_INSTRUCTION = """\
+Write only what the action changed. Always write the URL and Title lines (and the Error line \
+when the action failed). When the action opens a new page, write its whole accessibility tree \
+below the blank line, from the RootWebArea line. When the page stays the same page (the same \
+elements with the same ids), write below the blank line only the nodes that changed: each \
+node's [bid] line with its indentation, followed by the text lines below it up to the next \
+[bid] line; every other node is drawn for you from the previous page. Nothing below the header \
+means the page did not change. Earlier turns in this conversation are shown the same way.\
+"""
+
+_HEADER_KEYS = ("URL:", "Title:", "Error:")
+_BID_LINE = re.compile(r"\t*\[(\w+)\] ")
+
+
+def _header_and_tree(observation: str) -> tuple[list[str], list[str]]:
+    """``(header lines, tree lines)``: the tree is everything after the first blank line;
+    text without a header is all tree."""
+    lines = observation.strip("\n").split("\n") if observation.strip() else []
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    if not all(line.startswith(_HEADER_KEYS) for line in lines[:end]):
+        return [], [line for line in lines if line.strip()]
+    return lines[:end], [line for line in lines[end + 1:] if line.strip()]
+
+
+def _bid(line: str) -> str | None:
+    m = _BID_LINE.match(line)
+    return m.group(1) if m else None
+
+
+def _nodes(tree: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """``(top, nodes)``: the lines before the first ``[bid]`` line (the RootWebArea line and
+    its leading text), then each ``[bid]`` line with the text lines that follow it up to the
+    next ``[bid]`` line, as ``(bid, lines)`` in document order."""
+    top: list[str] = []
+    nodes: list[tuple[str, list[str]]] = []
+    for line in tree:
+        bid = _bid(line)
+        if bid is not None:
+            nodes.append((bid, [line]))
+        elif nodes:
+            nodes[-1][1].append(line)
+        else:
+            top.append(line)
+    return top, nodes
+
+
+def _is_whole_tree(tree: list[str]) -> bool:
+    return bool(tree) and tree[0].startswith("RootWebArea")
+
+
+def render_change(change: str, previous: str, action: str = "", system: str = "") -> str:
+    """The full observation from a predicted change (mode ``change`` of
+    :mod:`lwm.prediction`; what to write is :data:`CHANGE_INSTRUCTION`).
+
+    The change's header (URL, Title, Error lines) replaces the previous one; a change
+    without a header keeps the previous URL and Title. Below it, a tree starting with the
+    ``RootWebArea`` line is the new page, whole; otherwise each ``[bid]`` line, with the
+    text lines that follow it, replaces the node of that id and its text lines in the
+    previous tree. A node whose id the previous page does not have is added at the end
+    (what the model wrote is kept, not dropped), and text before the first ``[bid]`` line
+    of a partial tree is ignored (no node to place it under). Nothing below the header: the
+    previous tree unchanged. The action and the system prompt are not needed.
+
+    >>> page = "URL: http://a.test/\\nTitle: A\\n\\nRootWebArea 'A'\\n\\t[3] checkbox 'x'"
+    >>> render_change("URL: http://a.test/\\nTitle: A\\n\\n\\t[3] checkbox 'x', checked='true'", page)
+    "URL: http://a.test/\\nTitle: A\\n\\nRootWebArea 'A'\\n\\t[3] checkbox 'x', checked='true'"
+    """
+    header, tree = _header_and_tree(change)
+    previous_header, previous_tree = _header_and_tree(previous)
+    if not header:
+        header = [line for line in previous_header if not line.startswith("Error:")]
+    if not _is_whole_tree(tree):
+        top, nodes = _nodes(previous_tree)
+        changed = dict(_nodes(tree)[1])
+        merged = [changed.pop(bid) if bid in changed else lines for bid, lines in nodes]
+        tree = top + [line for lines in merged + list(changed.values()) for line in lines]
+    return "\n".join(header + ([""] + tree if tree else []))
+
+
+def observed_change(previous: str, action: str, observation: str, system: str = "") -> str | None:
+    """The change :func:`render_change` turns back into ``observation``: the header and
+    the changed nodes when the page keeps the previous page's nodes (the same ids in the
+    same order, the same lines above the first id), else the whole observation; ``None``
+    when not even that renders back (an observation without its header or RootWebArea line).
+
+    >>> page = "URL: http://a.test/\\nTitle: A\\n\\nRootWebArea 'A'\\n\\t[3] checkbox 'x'"
+    >>> observed_change(page, "check('3')", page + ", checked='true'")
+    "URL: http://a.test/\\nTitle: A\\n\\n\\t[3] checkbox 'x', checked='true'"
+    """
+    header, tree = _header_and_tree(observation)
+    target = "\n".join(header + ([""] + tree if tree else []))
+    previous_top, previous_nodes = _nodes(_header_and_tree(previous)[1])
+    top, nodes = _nodes(tree)
+    if header and top == previous_top and [bid for bid, _ in nodes] == [bid for bid, _ in previous_nodes]:
+        changed = [line for (_, lines), (_, before) in zip(nodes, previous_nodes) if lines != before for line in lines]
+        change = "\n".join(header + ([""] + changed if changed else []))
+        if render_change(change, previous) == target:
+            return change
+    return observation if render_change(observation, previous) == target else None
