@@ -124,6 +124,17 @@ def test_web_changes_the_model_gets_wrong_are_drawn_as_written():
     # a node the page does not have is added at the end; text before the first node is ignored
     drawn = web.render_change("URL: u\nTitle: t\n\nStaticText 'stray'\n\t[77] button 'New'", PAGE, "", "")
     assert drawn == "\n".join(["URL: u", "Title: t", "", *PAGE.split("\n")[3:], "\t[77] button 'New'"])
+    # slips a small model makes: no blank line after the header, keys in another case, spaces
+    # for tabs, Windows line ends, a header line left out (kept from the previous page)
+    new_page = "URL: http://shop.test/\nTitle: Shop\n\nRootWebArea 'Shop'\n\t[9] link 'Cart'"
+    assert web.render_change(new_page.replace("\n\n", "\n"), PAGE, "", "") == new_page
+    assert web.render_change(new_page.replace("URL:", "url:"), PAGE, "", "") == new_page.replace("URL:", "url:")
+    assert web.render_change(new_page.replace("\t", "    ").replace("\n", "\r\n"), PAGE, "", "") == \
+        new_page.replace("\t", "    ")
+    assert web.render_change("Title: Cart!\n\n\t[5] button 'Apply', focused", PAGE, "", "") == \
+        PAGE.replace("Title: Cart - Shop", "Title: Cart!").replace("'Apply'", "'Apply', focused")
+    assert web.render_change("Error: no element 9", PAGE, "", "").split("\n")[:3] == \
+        [*PAGE.split("\n")[:2], "Error: no element 9"]
     # an observation without a header or a RootWebArea line renders back from nothing
     assert web.observed_change(PAGE, "", "just text", "") is None
     assert web.observed_change("", "", PAGE, "") == PAGE

@@ -164,6 +164,8 @@ def eval_(
     if judge_mode not in ("score", "real", "closer"):
         fail(ValueError(f"--judge-mode must be score, real or closer, not {judge_mode!r}"))
     body = _extra_body(extra_body)
+    if body and base_url is None:
+        fail(ValueError("--extra-body goes to the world model's server (--base-url); the in-process model takes none"))
     out = out or run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
@@ -188,7 +190,7 @@ def eval_(
 def _extra_body(text: str | None) -> dict:
     """``--extra-body``'s JSON object (``{}`` when not given); exits 2 on anything else."""
     try:
-        body = json.loads(text) if text else {}
+        body = json.loads(text) if text is not None else {}
     except json.JSONDecodeError as e:
         fail(ValueError(f"--extra-body is not JSON: {e}"))
     if not isinstance(body, dict):
@@ -219,6 +221,7 @@ def rollout(
     ray: bool = option(RolloutConfig, "ray", "--ray"),
     predict: str | None = option(RolloutConfig, "prediction", "--predict", metavar="full|change"),
     compact_tools: bool | None = option(RolloutConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
+    real_start: bool = option(RolloutConfig, "real_start", "--real-start/--generated-start"),
     extra_body: str | None = option(RolloutConfig, "extra_body", default=None, help_suffix="As JSON."),
     out: Path | None = option(RolloutConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rollout."),
     progress: bool = PROGRESS,
@@ -236,7 +239,7 @@ def rollout(
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
                            max_turns=max_turns, reward=reward, verified_only=verified_only,
                            concurrency=concurrency, ray=ray, prediction=predict, compact_tools=compact_tools,
-                           extra_body=_extra_body(extra_body))
+                           real_start=real_start, extra_body=_extra_body(extra_body))
     res = call(run_rollout, config, show_progress=progress, resume=out)
     reward = "n/a" if res.mean_reward is None else f"{res.mean_reward:.3f}"
     note(f"played {res.played} episodes in {res.seconds:.1f}s; {res.episodes} in {res.path} (mean reward {reward})")

@@ -71,6 +71,10 @@ class RolloutConfig:
             record says ``change``), ``full`` for a model behind ``base_url``.
         compact_tools: ``sim``: tool lists as one-line signatures in the system prompt;
             default: the model's own (yes for the shipped adapter), no behind ``base_url``.
+        real_start: ``sim``: start each episode from the real environment's initial
+            observation for its task (one real reset per task, cached in
+            ``$LWM_HOME/starts.sqlite``; no real step) instead of one the world model writes.
+            The embedded model was never trained to write starts: its web starts have no tree.
         extra_body: fields added to each request to the world model's server
             (``base_url``), e.g. ``{"repeat_penalty": 1.0}``: llama-cpp-python's server
             applies a repeat penalty of 1.1 unless told, the in-process model none. Part of
@@ -97,6 +101,7 @@ class RolloutConfig:
     ray: bool = False
     prediction: str | None = None
     compact_tools: bool | None = None
+    real_start: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
@@ -109,16 +114,17 @@ class RolloutConfig:
             d["cache"] = str(self.cache) if self.cache else None
         if "controls" in d:
             d["controls"] = list(self.controls)
-        if not self.extra_body:  # runs recorded before the setting existed resume
-            d.pop("extra_body", None)
+        for key in ("real_start", "extra_body"):  # left out when off: runs recorded before they existed resume
+            if not d.get(key, True):
+                d.pop(key)
         return d
 
 
 #: Settings a backend does not use (left out of a run's record).
 _UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward", "prediction", "compact_tools",
-                    "extra_body"),
-           "replay": ("controls", "route", "reward", "prediction", "compact_tools"), "sim": ("route", "cache"),
-           "hybrid": ("reward", "prediction", "compact_tools")}
+                    "real_start", "extra_body"),
+           "replay": ("controls", "route", "reward", "prediction", "compact_tools", "real_start"),
+           "sim": ("route", "cache"), "hybrid": ("reward", "prediction", "compact_tools", "real_start")}
 
 
 @dataclass
@@ -199,9 +205,14 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
         model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                           concurrency=max(16, config.concurrency),  # a request in flight per episode
                           prompt_cache_mb=prompt_cache_mb(config.concurrency))
-    if config.extra_body and model is None:
-        asked = "a replay of real observations" if config.backend == "replay" else f"the {config.backend} backend"
-        raise ValueError(f"extra_body (--extra-body) goes to a world model's server; {asked} asks none")
+    if config.extra_body and (model is None or config.base_url is None):
+        asked = ("the in-process world model takes none" if model is not None else
+                 "a replay of real observations asks none" if config.backend == "replay" else
+                 f"the {config.backend} backend asks none")
+        raise ValueError(f"extra_body (--extra-body) goes to a world model's server (base_url); {asked}")
+    if config.real_start and config.backend != "sim":
+        raise ValueError(f"real_start (--real-start) starts simulated episodes; the {config.backend} backend "
+                         "simulates none")
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
                       source="real" if config.backend == "replay" and config.world_model == "real" else None,
@@ -212,7 +223,8 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
 def _sim_options(config: RolloutConfig) -> dict[str, Any]:
     """The :class:`~lwm.sim.env.SimEnv` settings of a ``sim`` rollout."""
     request = sim_request(config.backend, config.prediction, config.compact_tools)
-    return {"reward": config.reward, **request} if config.backend == "sim" else request
+    return {"reward": config.reward, "real_start": config.real_start, **request} if config.backend == "sim" \
+        else request
 
 
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:

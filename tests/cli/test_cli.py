@@ -49,6 +49,8 @@ def test_clear_errors(tmp_path):
     assert r.returncode == 2 and "--judge-mode" in r.stderr
     r = lwm("eval", "--extra-body", "{not json", "--data", str(bad))
     assert r.returncode == 2 and "--extra-body" in r.stderr
+    r = lwm("eval", "--extra-body", '{"top_k": 2}', "--data", str(bad))  # nothing to send it to
+    assert r.returncode == 2 and "the in-process model takes none" in r.stderr
     r = lwm("collect", "--domain", "android", "--out", str(tmp_path / "c"))
     assert r.returncode == 2 and "error: no bundled suite for domain 'android'" in r.stderr
     r = lwm("eval", "--data", str(bad), "--episodes", "2")

@@ -94,6 +94,8 @@ def test_rollout_on_a_local_ray_instance(tmp_path):
     (["--extra-body", "[1]"], "must be a JSON object"),
     (["--extra-body", "{top_k: 2}"], "not JSON"),
     (["--backend", "real", "--extra-body", '{"top_k": 2}'], "the real backend asks none"),
+    (["--extra-body", '{"top_k": 2}'], "the in-process world model takes none"),
+    (["--backend", "real", "--real-start"], "the real backend simulates none"),
 ])
 def test_rollout_cli_rejects_bad_input(tmp_path, args, message):
     result = runner.invoke(app, ["rollout", "--out", str(tmp_path), "--no-progress", *args])
@@ -136,7 +138,19 @@ def test_extra_body_goes_to_the_world_models_server_and_is_recorded(tmp_path):
     assert len(log) > 2 and not any("repeat_penalty" in body for body in log[2:])
     assert json.loads((tmp_path / "rollout.json").read_text())["extra_body"] == {"repeat_penalty": 1.0}
     # not given: not recorded, so runs from before the setting existed resume
-    assert "extra_body" not in RolloutConfig(out=tmp_path).settings()
+    assert not {"extra_body", "real_start"} & set(RolloutConfig(out=tmp_path).settings())
+
+
+@needs_sandbox
+def test_a_real_start_gives_the_simulated_episode_the_real_page(tmp_path):
+    with vllm_style_server() as (base_url, _):
+        config = RolloutConfig(out=tmp_path, domain="web", backend="sim", episodes=1, world_model="served",
+                               base_url=base_url, max_turns=1, reward="judge", real_start=True)
+        res = rollout(config, show_progress=False)
+    start = next(read_trajectories(res.path))
+    assert start.metadata["initial_observation"] == "real"
+    assert start.initial_observation.startswith("URL: http://shop.test/") and "\nRootWebArea '" in start.initial_observation
+    assert json.loads((tmp_path / "rollout.json").read_text())["real_start"] is True
 
 
 def test_a_simulator_serving_episodes_at_once_keeps_their_prompt_states(tmp_path):

@@ -227,18 +227,23 @@ node's [bid] line with its indentation, followed by the text lines below it up t
 means the page did not change. Earlier turns in this conversation are shown the same way.\
 """
 
-_HEADER_KEYS = ("URL:", "Title:", "Error:")
-_BID_LINE = re.compile(r"\t*\[(\w+)\] ")
+_HEADER = re.compile(r"(url|title|error):", re.IGNORECASE)
+_BID_LINE = re.compile(r"\s*\[(\w+)\]\s")
 
 
-def _header_and_tree(observation: str) -> tuple[list[str], list[str]]:
-    """``(header lines, tree lines)``: the tree is everything after the first blank line;
-    text without a header is all tree."""
-    lines = observation.strip("\n").split("\n") if observation.strip() else []
-    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
-    if not all(line.startswith(_HEADER_KEYS) for line in lines[:end]):
-        return [], [line for line in lines if line.strip()]
-    return lines[:end], [line for line in lines[end + 1:] if line.strip()]
+def _header_and_tree(observation: str) -> tuple[dict[str, str], list[str]]:
+    """``({"URL": line, "Title": line, "Error": line}, tree lines)``: the header is the
+    ``URL:``/``Title:``/``Error:`` lines at the top (any case; blank lines among them and
+    the blank line after them are optional), the tree every non-blank line after them."""
+    lines = [line for line in observation.replace("\r\n", "\n").split("\n") if line.strip()]
+    header: dict[str, str] = {}
+    for line in lines:
+        m = _HEADER.match(line)
+        key = m and {"url": "URL", "title": "Title", "error": "Error"}[m.group(1).lower()]
+        if not key or key in header:
+            break
+        header[key] = line
+    return header, lines[len(header):]
 
 
 def _bid(line: str) -> str | None:
@@ -264,21 +269,29 @@ def _nodes(tree: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
 
 
 def _is_whole_tree(tree: list[str]) -> bool:
-    return bool(tree) and tree[0].startswith("RootWebArea")
+    """A RootWebArea line before the first node: the page written whole."""
+    return any(line.lstrip().startswith("RootWebArea") for line in _nodes(tree)[0])
+
+
+def _observation(header: dict[str, str], tree: list[str]) -> str:
+    lines = [header[key] for key in ("URL", "Title", "Error") if key in header]
+    return "\n".join(lines + ([""] if lines and tree else []) + tree)
 
 
 def render_change(change: str, previous: str, action: str = "", system: str = "") -> str:
     """The full observation from a predicted change (mode ``change`` of
     :mod:`lwm.prediction`; what to write is :data:`CHANGE_INSTRUCTION`).
 
-    The change's header (URL, Title, Error lines) replaces the previous one; a change
-    without a header keeps the previous URL and Title. Below it, a tree starting with the
-    ``RootWebArea`` line is the new page, whole; otherwise each ``[bid]`` line, with the
-    text lines that follow it, replaces the node of that id and its text lines in the
-    previous tree. A node whose id the previous page does not have is added at the end
-    (what the model wrote is kept, not dropped), and text before the first ``[bid]`` line
-    of a partial tree is ignored (no node to place it under). Nothing below the header: the
-    previous tree unchanged. The action and the system prompt are not needed.
+    The change's header lines (URL, Title, Error; any case, the blank line after them
+    optional) replace the previous page's; a URL or Title line it leaves out is kept, an
+    Error line is not. Below it, a tree with a ``RootWebArea`` line before its first node
+    is the new page, whole; otherwise each ``[bid]`` line (indented with tabs or spaces),
+    with the text lines that follow it, replaces the node of that id and its text lines in
+    the previous tree (the last one wins where an id is written twice). A node whose id the
+    previous page does not have is added at the end (what the model wrote is kept, not
+    dropped), and text before the first ``[bid]`` line of a partial tree is ignored (no
+    node to place it under). Nothing below the header: the previous tree unchanged. Windows
+    line ends and blank lines are dropped. The action and the system prompt are not needed.
 
     >>> page = "URL: http://a.test/\\nTitle: A\\n\\nRootWebArea 'A'\\n\\t[3] checkbox 'x'"
     >>> render_change("URL: http://a.test/\\nTitle: A\\n\\n\\t[3] checkbox 'x', checked='true'", page)
@@ -286,33 +299,33 @@ def render_change(change: str, previous: str, action: str = "", system: str = ""
     """
     header, tree = _header_and_tree(change)
     previous_header, previous_tree = _header_and_tree(previous)
-    if not header:
-        header = [line for line in previous_header if not line.startswith("Error:")]
+    header = {**{k: v for k, v in previous_header.items() if k != "Error"}, **header}
     if not _is_whole_tree(tree):
         top, nodes = _nodes(previous_tree)
         changed = dict(_nodes(tree)[1])
         merged = [changed.pop(bid) if bid in changed else lines for bid, lines in nodes]
         tree = top + [line for lines in merged + list(changed.values()) for line in lines]
-    return "\n".join(header + ([""] + tree if tree else []))
+    return _observation(header, tree)
 
 
 def observed_change(previous: str, action: str, observation: str, system: str = "") -> str | None:
     """The change :func:`render_change` turns back into ``observation``: the header and
     the changed nodes when the page keeps the previous page's nodes (the same ids in the
     same order, the same lines above the first id), else the whole observation; ``None``
-    when not even that renders back (an observation without its header or RootWebArea line).
+    when not even that renders back (an observation that is itself partial, such as a tree
+    without its RootWebArea line under another page).
 
     >>> page = "URL: http://a.test/\\nTitle: A\\n\\nRootWebArea 'A'\\n\\t[3] checkbox 'x'"
     >>> observed_change(page, "check('3')", page + ", checked='true'")
     "URL: http://a.test/\\nTitle: A\\n\\n\\t[3] checkbox 'x', checked='true'"
     """
     header, tree = _header_and_tree(observation)
-    target = "\n".join(header + ([""] + tree if tree else []))
+    target = _observation(header, tree)
     previous_top, previous_nodes = _nodes(_header_and_tree(previous)[1])
     top, nodes = _nodes(tree)
     if header and top == previous_top and [bid for bid, _ in nodes] == [bid for bid, _ in previous_nodes]:
         changed = [line for (_, lines), (_, before) in zip(nodes, previous_nodes) if lines != before for line in lines]
-        change = "\n".join(header + ([""] + changed if changed else []))
+        change = _observation(header, changed)
         if render_change(change, previous) == target:
             return change
     return observation if render_change(observation, previous) == target else None
