@@ -164,8 +164,6 @@ def eval_(
     if judge_mode not in ("score", "real", "closer"):
         fail(ValueError(f"--judge-mode must be score, real or closer, not {judge_mode!r}"))
     body = _extra_body(extra_body)
-    if body and base_url is None:
-        fail(ValueError("--extra-body goes to the world model's server (--base-url); the in-process model takes none"))
     out = out or run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)

@@ -385,7 +385,8 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
         the summary (also in ``config.out/summary.json``).
 
     Raises:
-        ValueError: ``episodes`` with ``data``; a reference predictor as the judge.
+        ValueError: ``episodes`` with ``data``; a reference predictor as the judge;
+            ``extra_body`` for a model without ``base_url`` (nothing would send it).
         LwmError: as :func:`evaluate`; no episode of a suite could be played.
         ModelUnavailableError: a model cannot be loaded or reached.
     """
@@ -394,6 +395,9 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
 
     if config.episodes is not None and config.data is not None:
         raise ValueError("--episodes applies to the built-in suite; with --data use --limit")
+    if config.sampling.extra_body and model.base_url is None:
+        raise ValueError("extra_body (--extra-body) goes to the world model's server (--base-url); the in-process "
+                         "model takes none")
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
     judge_model = judge.load() if judge is not None else None
