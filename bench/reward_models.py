@@ -7,6 +7,9 @@ asks each reward source for its verdict on the real history and compares it with
 verifier's (lwm.eval.rewards). Run: python bench/reward_models.py [--tasks 10] [--out FILE].
 With --model NAME --base-url URL, a served model (any OpenAI-compatible endpoint) is measured
 too: its probe, the probe with the instruction hidden, and it judging.
+
+The trained verdict model is measured on many more labelled episodes (held-out families,
+every kind of attempt) by `lwm data verdicts` + `lwm agent rewards` (docs/results.md).
 """
 
 from __future__ import annotations
@@ -58,15 +61,16 @@ def main() -> None:
     print(f"{len(episodes)} real episodes in {time.monotonic() - t0:.0f}s "
           f"({sum(1 for t, _ in episodes if t.reward == 1.0)} achieved)", flush=True)
     warm, base = ModelSpec("embedded-warmup"), ModelSpec("embedded")
-    sources = [RewardSource("probe, warm-up world model", warm),
-               RewardSource("probe, warm-up world model, instruction hidden", warm, show_task=False),
-               RewardSource("probe, base model", base),
+    sources = [RewardSource("verdict, the trained reward model", warm, reward="verdict"),
+               RewardSource("probe, warm-up world model", warm, reward="probe", show_task=True),
+               RewardSource("probe, warm-up world model, instruction hidden", warm, reward="probe"),
+               RewardSource("probe, base model", base, reward="probe", show_task=True),
                RewardSource("judge, base model", warm, reward="judge", judge=base),
                RewardSource("judge, warm-up model (itself)", warm, reward="judge", judge=warm)]
     if args.model:
         served = ModelSpec(args.model, base_url=args.base_url)
-        sources += [RewardSource(f"probe, {args.model}", served),
-                    RewardSource(f"probe, {args.model}, instruction hidden", served, show_task=False),
+        sources += [RewardSource(f"probe, {args.model}", served, reward="probe", show_task=True),
+                    RewardSource(f"probe, {args.model}, instruction hidden", served, reward="probe"),
                     RewardSource(f"judge, {args.model}", served, reward="judge", judge=served)]
     results = {}
     for source in sources:

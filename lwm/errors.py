@@ -79,6 +79,16 @@ class SandboxError(LwmError, RuntimeError):
     """The sandbox could not be created, or was used after it was closed."""
 
 
+class EpisodeBrokenError(SandboxError):
+    """An action left the sandbox unusable mid-episode (``tmux kill-server``, ``rm -rf /``):
+    the episode is a failure, not a missing one. ``trajectory`` holds it, that action its last
+    turn (:class:`lwm.schema.Trajectory`, ``reward`` 0 and ``metadata["broken"]`` saying why)."""
+
+    def __init__(self, message: str, trajectory: object) -> None:
+        super().__init__(message)
+        self.trajectory = trajectory
+
+
 class EnvironmentClosedError(LwmError, RuntimeError):
     """``step()`` was called on an environment that is closed or was never reset."""
 

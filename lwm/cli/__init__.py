@@ -16,11 +16,13 @@ from rich.console import Console
 from lwm.cli.common import call, fail, note, option
 from lwm.data.collect import CollectConfig
 from lwm.eval.agent import AgentEvalConfig
+from lwm.eval.rewards import RewardEvalConfig
 from lwm.eval.runner import EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
 from lwm.paths import run_dir
 from lwm.sim.rollout import RolloutConfig
+from lwm.train.curriculum import write_curriculum
 
 app = typer.Typer(
     help="Language World Models: collect real transitions, predict them with a world model, score fidelity, "
@@ -288,7 +290,8 @@ def report(
 
 
 agent_app = typer.Typer(help="Agents (policies) on the domains' task families: evaluate them in the real "
-                        "environment or in the simulator.", no_args_is_help=True, rich_markup_mode=None)
+                        "environment or in the simulator; measure reward models against the real verifier.",
+                        no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(agent_app, name="agent")
 
 
@@ -365,6 +368,57 @@ def agent_tasks(
 
     items = [(d, t, s) for d in dict.fromkeys(domain) for t, s in call(task_set, d, split, tasks, seed)]
     note(f"wrote {call(write_task_file, out, items)} tasks to {out}")
+
+
+@agent_app.command("rewards")
+def agent_rewards(
+    episodes: list[Path] = typer.Argument(..., help="Labelled episode files: episodes.jsonl of lwm data verdicts or "
+                                          "of lwm agent eval (real, or simulated and replayed for real)."),
+    out: Path | None = option(RewardEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rewards."),
+    split: str = option(RewardEvalConfig, "split"),
+    reward: list[str] = option(RewardEvalConfig, "rewards", "--reward", default=["verdict"],
+                               help_suffix="Repeat the flag for several. Default: verdict."),
+    reward_model: str | None = option(RewardEvalConfig, "reward_model"),
+    adapter: Path | None = option(RewardEvalConfig, "adapter", default=None),
+    model: str = option(RewardEvalConfig, "world_model", "--model"),
+    base_url: str | None = option(RewardEvalConfig, "base_url"),
+    api_key: str = option(RewardEvalConfig, "api_key", envvar="LWM_API_KEY"),
+    max_episodes: int | None = option(RewardEvalConfig, "max_episodes", min=1),
+    progress: bool = PROGRESS,
+) -> None:
+    """How far reward models agree with the real verifier on labelled episodes: agreement, balanced accuracy,
+    false and missed successes, per domain and kind of episode; resumable."""
+    from lwm.eval.rewards import reward_eval, to_markdown
+
+    out = out or run_dir("rewards")
+    config = call(RewardEvalConfig, episodes=tuple(episodes), out=out, split=split, rewards=tuple(reward),
+                  reward_model=reward_model, adapter=str(adapter) if adapter else None, world_model=model,
+                  base_url=base_url, api_key=api_key, max_episodes=max_episodes)
+    res = call(reward_eval, config, show_progress=progress, resume=out)
+    Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
+    if res.failed:
+        note(f"{len(res.failed)} verdicts failed, e.g. {next(iter(res.failed.values()))}", "yellow")
+        raise typer.Exit(1)
+
+
+@agent_app.command("curriculum")
+def agent_curriculum(
+    run: Path = typer.Argument(..., help="An lwm agent eval run of the policy on the train families (--split train)."),
+    out: Path = typer.Option(..., help="The task file to write (read by lwm train rft/rl --tasks-file); the table "
+                             "goes beside it as <out>.json."),
+    low: float = option(write_curriculum, "low", min=0.0, max=1.0),
+    high: float = option(write_curriculum, "high", min=0.0, max=1.0),
+    tasks_per_family: int = option(write_curriculum, "tasks_per_family", min=1),
+    seed: int = option(write_curriculum, "seed"),
+) -> None:
+    """Choose the train families the policy sometimes solves (success between --low and --high) and write new
+    tasks of them as a task file: where GRPO and rejection sampling get a signal."""
+    rows = call(write_curriculum, run, out, low=low, high=high, tasks_per_family=tasks_per_family, seed=seed)
+    lines = ["| family | split | success | chosen | tasks written |", "|---|---|---:|---|---:|"]
+    lines += [f"| {r['domain']}/{r['family']} | {r['split']} | {r['successes']}/{r['n']} | "
+              f"{'yes' if r['chosen'] else 'no'} | {r['written']} |" for r in rows]
+    Console(soft_wrap=True).print("\n".join(lines), markup=False, highlight=False)
+    note(f"wrote {sum(r['written'] for r in rows)} tasks of {sum(r['chosen'] for r in rows)} families to {out}")
 
 
 serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,

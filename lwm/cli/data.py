@@ -9,9 +9,11 @@ import typer
 from lwm.cli.common import call, note, option
 from lwm.data.annotate import AnnotateConfig
 from lwm.data.build import BuildConfig
+from lwm.data.verdicts import KINDS, VerdictDataConfig
 
 data_app = typer.Typer(
-    help="Training data: build next-observation datasets from trajectories; annotate them with teacher reasoning.",
+    help="Training data: build next-observation datasets from trajectories; annotate them with teacher reasoning; "
+         "label real episodes for the reward model.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
 )
 
@@ -78,3 +80,34 @@ def annotate_cmd(
     rejected = ", ".join(f"{k} {v}" for k, v in res.rejected.items()) or "none"
     note(f"{res.accepted}/{res.attempted} traces accepted (rejected: {rejected}); {res.tokens} teacher tokens; "
          f"{res.seconds:.1f}s → {out}")
+
+
+@data_app.command("verdicts")
+def verdicts_cmd(
+    out: Path = option(VerdictDataConfig, "out"),
+    domain: list[str] = option(VerdictDataConfig, "domains", "--domain", help_suffix="Repeat for several."),
+    tasks: int = option(VerdictDataConfig, "tasks", min=0),
+    heldout_tasks: int = option(VerdictDataConfig, "heldout_tasks", min=0),
+    seed: int = option(VerdictDataConfig, "seed"),
+    kind: list[str] = option(VerdictDataConfig, "kinds", "--kind", help_suffix="Repeat for several."),
+    negatives_per_positive: float = option(VerdictDataConfig, "negatives_per_positive", min=0.01),
+    from_runs: list[Path] = option(VerdictDataConfig, "from_runs", "--from", metavar="<path>",
+                                   help_suffix="Repeat for several."),
+    workers: int = option(VerdictDataConfig, "workers", min=1),
+    progress: bool = typer.Option(True, help="Show a progress bar."),
+) -> None:
+    """Real episodes labelled by the real verifier (reference solutions, wrong values, missing steps, plausible
+    wrong attempts, prose …) and the reward model's training and held-out examples built from them; resumable."""
+    from lwm.data.verdicts import build_verdict_data
+
+    config = call(VerdictDataConfig, out=out, domains=tuple(domain), tasks=tasks, heldout_tasks=heldout_tasks,
+                  seed=seed, kinds=tuple(kind) or KINDS, negatives_per_positive=negatives_per_positive,
+                  from_runs=tuple(from_runs), workers=workers)
+    res = call(build_verdict_data, config, show_progress=progress, resume=out)
+    s = res.summary
+    ex = s["examples"]
+    note(f"{s['episodes']} labelled episodes ({s['traces']} from earlier runs) in {s['seconds']:.0f}s → {out}: "
+         f"{ex['train']} train, {ex['validation']} validation, {ex['heldout']} held-out examples; "
+         f"{sum(s['unverified'].values())} unverified, {len(res.failed)} tasks failed")
+    if res.failed:
+        raise typer.Exit(1)

@@ -10,11 +10,13 @@ import typer
 
 from lwm.cli.common import call, note, option
 from lwm.train.export import export_lora_gguf
+from lwm.train.rft import RFTConfig
 from lwm.train.rl import RLConfig
 from lwm.train.sft import TrainConfig
 
-train_app = typer.Typer(help="Train: warm-up SFT of a world model (TRL + PEFT LoRA), GRPO of an agent inside the "
-                        "world model (or of the world model for fidelity), export to llama.cpp.",
+train_app = typer.Typer(help="Train: warm-up SFT of a world model (TRL + PEFT LoRA), GRPO or rejection-sampling "
+                        "fine-tuning of an agent inside the world model (or GRPO of the world model for fidelity), "
+                        "export to llama.cpp.",
                         no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                         rich_markup_mode=None)
 
@@ -149,6 +151,40 @@ def rl(
     from lwm.cli import _html_report
 
     _html_report(out)
+
+
+@train_app.command("rft")
+def rft(
+    out: Path = option(RFTConfig, "out"),
+    domain: list[str] = option(RFTConfig, "domains", "--domain", default=[], help_suffix="Repeat for several."),
+    tasks: int = option(RFTConfig, "tasks", min=1),
+    tasks_file: Path | None = option(RFTConfig, "tasks_file", default=None),
+    samples: int = option(RFTConfig, "samples", min=1),
+    policy: str = option(RFTConfig, "policy"),
+    temperature: float = option(RFTConfig, "temperature", min=0.0),
+    max_turns: int = option(RFTConfig, "max_turns", min=1),
+    backend: str = option(RFTConfig, "backend"),
+    world_model: str = option(RFTConfig, "world_model", "--model"),
+    reward: str = option(RFTConfig, "reward"),
+    threshold: float = option(RFTConfig, "threshold", min=0.0, max=1.0),
+    max_steps: int = option(RFTConfig, "max_steps", min=1),
+    lr: float = option(RFTConfig, "lr", min=0.0),
+    lora_r: int = option(RFTConfig, "lora_r", min=1),
+    seed: int = option(RFTConfig, "seed"),
+    progress: bool = typer.Option(True, help="Show progress bars and the trainer's logs."),
+) -> None:
+    """Rejection-sampling fine-tuning: the policy attempts each task several times inside the world model, the
+    reward model accepts some, the policy is fine-tuned on its accepted answers; resumable."""
+    from lwm.train.rft import train_rft
+
+    config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
+                  policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
+                  reward=reward, threshold=threshold, max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
+    res = call(train_rft, config, show_progress=progress, resume=out)
+    s = res.summary
+    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples), {s['real_steps']} real "
+         f"steps; {s['sft_steps']} SFT steps; wrote {res.adapter_gguf or s['export_error']} "
+         f"(lwm agent eval --policy {out})")
 
 
 @train_app.command("export")

@@ -8,6 +8,9 @@ format that achieve it. Families live in each domain's folder (``lwm/domains/<na
 ``FAMILIES`` and ``HELD_OUT``, the names of its held-out families), reached through the
 domain's spec (:attr:`lwm.domains.Domain.tasks`).
 
+Each family module also lists ``WRONG``, its families' plausible wrong attempts
+(:func:`wrong_attempt`), which the tests play and ``lwm data verdicts`` labels.
+
 The split is by family, fixed and listed in each module: a held-out family is never
 trained on, so an evaluation on it measures transfer to unseen kinds of task, not to
 unseen parameters of a familiar one. About a quarter of each domain's families are held
@@ -125,6 +128,20 @@ def families(domain: str, split: Literal["train", "heldout", "all"] = "all") -> 
 def heldout_families(domain: str) -> list[TaskFamily]:
     """The held-out families of ``domain`` (never trained on). Raises KeyError as :func:`families`."""
     return families(domain, "heldout")
+
+
+def wrong_attempt(domain: str, family: str, task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    """A plausible wrong attempt at ``task`` (a task of ``family``, with its reference
+    ``solution``): actions that look right and that the real verifier fails, from the family
+    module's ``WRONG`` (printing instead of writing, a copy instead of a move, a step left out).
+
+    Raises:
+        KeyError: no task families for ``domain``, or no wrong attempt for ``family``.
+    """
+    attempts = _module(domain).WRONG
+    if family not in attempts:
+        raise KeyError(f"no wrong attempt for the family {domain}/{family}")
+    return tuple(attempts[family](task, solution))
 
 
 def task_key(task: Task) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from lwm.envs.base import StepResult, Task
-from lwm.schema import Trajectory
+from lwm.errors import EpisodeBrokenError, SandboxError
+from lwm.schema import Provenance, Trajectory, Turn
 
 
 @dataclass(frozen=True)
@@ -98,17 +99,25 @@ def play_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
         a copy of the episode's trajectory, its ``reward`` set by the verdict.
 
     Raises:
-        whatever the environment or the policy raises.
+        EpisodeBrokenError: an action (or the verdict after it) found the sandbox unusable;
+            the error carries the episode so far, a failure (reward 0).
+        whatever else the environment or the policy raises.
     """
     t0 = time.monotonic()
+    pending = None  # the action being stepped, until its observation is recorded
     try:
         env.reset(task)
-        for _ in range(max_turns):
-            action = policy.act(task, env.trajectory)
-            if action is None or env.step(action).done:
-                break
-        if verify:
-            env.verify()
+        try:
+            for _ in range(max_turns):
+                if (pending := policy.act(task, env.trajectory)) is None:
+                    break
+                done, pending = env.step(pending).done, None
+                if done:
+                    break
+            if verify:
+                env.verify()
+        except SandboxError as e:
+            raise _broken(e, env, pending, policy, t0, episode_id, metadata) from e
         traj = env.trajectory.model_copy(deep=True)
     finally:
         if close:
@@ -128,18 +137,39 @@ async def aplay_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turn
                                        verify=verify, metadata=metadata)
     t0 = time.monotonic()
     act = getattr(policy, "aact", None)
+    pending = None
     try:
         await env.areset(task)
-        for _ in range(max_turns):
-            action = await act(task, env.trajectory) if act else policy.act(task, env.trajectory)
-            if action is None or (await env.astep(action)).done:
-                break
-        if verify:
-            await env.averify()
+        try:
+            for _ in range(max_turns):
+                if (pending := await act(task, env.trajectory) if act else policy.act(task, env.trajectory)) is None:
+                    break
+                done, pending = (await env.astep(pending)).done, None
+                if done:
+                    break
+            if verify:
+                await env.averify()
+        except SandboxError as e:
+            raise _broken(e, env, pending, policy, t0, episode_id, metadata) from e
         traj = env.trajectory.model_copy(deep=True)
     finally:
         env.close()
     return _finished(traj, policy, t0, episode_id, metadata)
+
+
+def _broken(error: SandboxError, env: EpisodeEnv, action: str | None, policy: Policy, t0: float,
+            episode_id: str | None, metadata: dict[str, Any] | None) -> EpisodeBrokenError:
+    """The episode an action broke, as a failure: reward 0, why, and the action that broke it
+    as its last turn (the sandbox's error as the observation) when its step raised."""
+    traj = env.trajectory.model_copy(deep=True)
+    why = f"{type(error).__name__}: {error}"
+    if action is not None:
+        traj.turns.append(Turn(index=len(traj.turns) + 1, action=action, observation=f"[sandbox broken] {why}",
+                               provenance=Provenance(kind="real", source=f"{traj.domain} (broken)")))
+    traj.reward = 0.0
+    traj.metadata.update(broken=why)
+    return EpisodeBrokenError(f"the episode broke its sandbox: {error}",
+                              _finished(traj, policy, t0, episode_id, metadata))
 
 
 def _finished(traj: Trajectory, policy: Policy, t0: float, episode_id: str | None,

@@ -10,8 +10,9 @@ families by default, never trained on), or the tasks of a task file
 * On the **real** backend each episode ends with the task's real verifier: the success
   rate per domain with its 95 % Wilson interval, the share of valid actions, mean turns,
   real steps and wall time.
-* On the **sim** backend the world model plays the environment and its reward model
-  decides success (``reward``: the verifier's probe through the world model, or a judge).
+* On the **sim** backend the world model plays the environment and the reward model
+  decides success (``reward``: the verifier's probe through the world model by default,
+  the trained verdict, or a free-form judge).
   Each simulated episode is then replayed in the real environment (``replay``): its
   actions again, in order, then the real verifier — the real success of the simulated
   action sequences, and the ratio of simulated to real success (Word2World's closed-loop
@@ -36,6 +37,7 @@ from lwm import domains
 from lwm.domains.tasks import read_task_file, task_file_digest, task_set
 from lwm.envs.base import Task
 from lwm.envs.episode import Script
+from lwm.errors import SandboxError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
@@ -74,8 +76,9 @@ class AgentEvalConfig:
             ``.gguf`` file, or the name served at ``base_url``).
         base_url: the world model's OpenAI-compatible endpoint.
         api_key: bearer token for both endpoints.
-        reward: ``sim``: ``probe`` (the world model predicts the verifier's probe),
-            ``judge`` (the reward model reads the episode) or ``auto``.
+        reward: ``sim``: ``verdict`` (the trained reward model's P(achieved)), ``probe`` (the
+            world model predicts the verifier's probe), ``judge`` (a free-form judge reads the
+            episode) or ``auto`` (the probe for tasks with a verifier, else the verdict).
         show_task: ``sim``: show the world model the agent's instruction. Off by default:
             a world model that knows the goal predicts it (docs/results.md, stage 2).
         replay: ``sim``: replay each simulated episode's actions in the real environment
@@ -161,20 +164,24 @@ class _Episode:
 
 def replay_actions(domain: str, task: Task, actions: list[str]) -> float | None:
     """Play ``actions`` in a fresh real environment of ``domain`` from ``task``'s start and
-    return the real verifier's verdict (malformed actions are answered, not raised).
+    return the real verifier's verdict (malformed actions are answered, not raised; actions
+    that break the sandbox get 0).
 
     Raises:
-        NoRealEnvironmentError, SandboxError: as the real environment.
+        NoRealEnvironmentError, SandboxError: as the real environment, at its reset.
     """
     from lwm.envs.recorded import RealBackendEnv
 
     env = RealBackendEnv(domain, domains.get(domain).make_env())
     try:
         env.reset(task)
-        for action in actions:
-            if env.step(action).done:
-                break
-        return env.verify()
+        try:
+            for action in actions:
+                if env.step(action).done:
+                    break
+            return env.verify()
+        except SandboxError:  # the actions broke the sandbox: really a failure
+            return 0.0
     finally:
         env.close()
 
@@ -283,15 +290,21 @@ def _rate(successes: int, n: int) -> dict[str, Any]:
 
 def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
     """Per domain and over all: success (reward ≥ 0.5; an unknown verdict is a failure,
-    counted in ``unknown_verdicts``) with its 95 % Wilson interval; the valid-action rate
+    counted in ``unknown_verdicts``, and so is an episode whose action broke its sandbox,
+    counted in ``broken_episodes``) with its 95 % Wilson interval; the valid-action rate
     (actions that follow the domain's format), the well-formed-answer rate (answers that
     were one action and nothing else: no prose, :func:`~lwm.sim.policy.well_formed_answer`)
     and the answers cut by ``max_tokens``; mean turns, real steps, and the episodes' own
     seconds summed (``play_seconds``: they overlap); on ``sim`` also the real success of
-    the replayed action sequences, the sim/real ratio and the false successes."""
+    the replayed action sequences, the sim/real ratio, the false successes, and the reward
+    model's precision (of the episodes it judged achieved, the share achieved when replayed)
+    and recall (of the replayed real successes, the share it judged achieved). Per family,
+    the success alone (``families``: what a curriculum is chosen from)."""
     by_domain: dict[str, list[Trajectory]] = defaultdict(list)
+    by_family: dict[str, list[Trajectory]] = defaultdict(list)
     for e in episodes:
         by_domain[e.domain].append(e)
+        by_family[f"{e.domain}/{e.metadata.get('family', '?')}"].append(e)
 
     def group(eps: list[Trajectory]) -> dict[str, Any]:
         meta = [e.metadata for e in eps]
@@ -299,6 +312,7 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
         answers = [w for m in meta for w in m.get("agent_well_formed", [])]
         g = {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps)),
              "unknown_verdicts": sum(1 for e in eps if e.reward is None),
+             "broken_episodes": sum(1 for m in meta if m.get("broken")),
              "valid_action_rate": round(sum(m.get("valid_actions", 0) for m in meta) / actions, 4) if actions else None,
              "well_formed_answer_rate": round(sum(answers) / len(answers), 4) if answers else None,
              "cut_answers": sum(1 for m in meta for r in m.get("agent_finish_reasons", []) if r == "length"),
@@ -312,10 +326,15 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
             g["real_success_of_simulated_actions"] = _rate(real_ok, len(replayed))
             g["sim_to_real_ratio"] = round(sim_ok / real_ok, 3) if real_ok else None
             g["false_successes"] = sum(1 for e in replayed if (e.reward or 0) >= 0.5 > (e.metadata["real_reward"] or 0))
+            both = sum(1 for e in replayed if (e.reward or 0) >= 0.5 and (e.metadata["real_reward"] or 0) >= 0.5)
+            g["reward_precision"] = round(both / sim_ok, 4) if sim_ok else None
+            g["reward_recall"] = round(both / real_ok, 4) if real_ok else None
         return g
 
     return {"backend": backend, "episodes": len(episodes), "overall": group(episodes),
-            "domains": {d: group(eps) for d, eps in sorted(by_domain.items())}}
+            "domains": {d: group(eps) for d, eps in sorted(by_domain.items())},
+            "families": {f: {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps))}
+                         for f, eps in sorted(by_family.items())}}
 
 
 def _fmt_rate(r: dict[str, Any] | None) -> str:
@@ -328,10 +347,11 @@ def to_markdown(summary: dict[str, Any]) -> str:
     """The summary as Markdown."""
     s = summary.get("settings", {})
     sim = summary["backend"] == "sim"
-    head = ["domain", "success ± 95% CI", "valid actions", "well-formed answers", "cut answers", "mean turns",
-            "real steps", "episode s (summed)"]
+    head = ["domain", "success ± 95% CI", "unknown verdicts", "broken episodes", "valid actions",
+            "well-formed answers", "cut answers", "mean turns", "real steps", "episode s (summed)"]
     if sim:
-        head += ["real success of simulated actions", "sim/real", "false successes"]
+        head += ["real success of simulated actions", "sim/real", "false successes", "reward precision",
+                 "reward recall"]
     source = (f"the task file (sha256 {s['tasks_file'][:12]})" if s.get("tasks_file") else
               f"{s.get('split')} families, {s.get('tasks')} per domain, seed {s.get('seed')}")
     lines = [f"# lwm agent eval: {s.get('policy')} on {summary['backend']}", "",
@@ -340,12 +360,16 @@ def to_markdown(summary: dict[str, Any]) -> str:
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, g in [*summary["domains"].items(), ("all", summary["overall"])]:
-        row = [_fmt_rate(g["success"]), g["valid_action_rate"], g["well_formed_answer_rate"], g["cut_answers"],
+        row = [_fmt_rate(g["success"]), g["unknown_verdicts"], g.get("broken_episodes", 0), g["valid_action_rate"],
+               g["well_formed_answer_rate"], g["cut_answers"],
                g["mean_turns"], g["real_steps"], g["play_seconds"]]
         if sim:
             row += [_fmt_rate(g.get("real_success_of_simulated_actions")), g.get("sim_to_real_ratio"),
-                    g.get("false_successes")]
+                    g.get("false_successes"), g.get("reward_precision"), g.get("reward_recall")]
         lines.append(f"| {name} | " + " | ".join("—" if v is None else str(v) for v in row) + " |")
+    if summary.get("families"):
+        lines += ["", "| family | success ± 95% CI |", "|---|---|"]
+        lines += [f"| {f} | {_fmt_rate(g['success'])} |" for f, g in summary["families"].items()]
     if summary.get("failed"):
         lines += ["", f"{len(summary['failed'])} episodes failed to play (see summary.json)."]
     return "\n".join(lines) + "\n"

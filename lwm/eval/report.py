@@ -14,7 +14,8 @@ as (x − 1) / 4 × 100; the headline is the macro mean over domains. Only compl
 judgements count (all five dimensions present, each an integer 1–5, the answer not cut);
 the rest are counted in ``judge_failed``, with ``judge_incomplete`` (a dimension missing
 or invalid) and ``judge_truncated`` (the judge's answer cut short) among them, and their
-kinds in ``judge_errors``.
+kinds in ``judge_errors``; rows whose prediction failed were never sent to the judge and
+are counted apart, in ``judge_not_asked``.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def _group(records: list[dict]) -> dict:
         else:  # a pairwise verdict counts when at least one ordering gave an answer
             valid = [j for j in judged if j.get("wins") is not None]
             g["judge_wins"] = _pct([j["wins"] for j in valid])
-        g["judge_failed"] = len(records) - len(valid)
+        g["judge_failed"] = len(judged) - len(valid)
+        g["judge_not_asked"] = len(records) - len(judged)  # their prediction failed: nothing to judge
     return g
 
 
@@ -113,16 +115,16 @@ _WHEN_ANY = ("truncated_rows", "context_cut_rows")
 
 def _columns(groups: dict[str, dict]) -> list[str]:
     return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *METRICS,
-                        "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_incomplete",
-                        "judge_truncated")
-            if any(g.get(c) if c in _WHEN_ANY else c in g for g in groups.values())]
+                        "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_not_asked",
+                        "judge_incomplete", "judge_truncated")
+            if any(g.get(c) if c in (*_WHEN_ANY, "judge_not_asked") else c in g for g in groups.values())]
 
 
 #: Short column heads for the terminal (80 columns hold them); Markdown keeps the summary's keys.
 _HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "answer cut",
           "context_cut_rows": "context cut", "edit_similarity": "edit sim", "line_f1": "line F1",
           "trivial_line_f1": "trivial",
-          "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed",
+          "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed", "judge_not_asked": "not judged",
           "judge_incomplete": "incomplete", "judge_truncated": "judge cut"}
 
 

@@ -1,34 +1,51 @@
-"""How far a reward model can be trusted: its verdicts on real episodes against the real
-verifier's.
+"""How far a reward model can be trusted: its verdicts on labelled episodes against the
+real verifier's (``lwm agent rewards``).
 
 RL learns whatever the reward rewards, and a false success (the reward model says
 "achieved" where the real verifier says not) teaches the agent the wrong thing. Here each
-reward source judges episodes that were played in the **real** environment, succeeding
-and failing ones, whose real verdict is known:
+reward source judges episodes whose real verdict is known — real episodes of ``lwm data
+verdicts`` and ``lwm agent eval``, and the simulator's own episodes replayed in the real
+environment (``lwm agent eval --backend sim``: the closed loop) — with the reward sources
+of :class:`~lwm.sim.env.SimEnv`:
 
+* ``verdict``: the trained reward model's P(achieved) (:mod:`lwm.verdict`);
 * ``probe``: the world model predicts what the task verifier's probe would show after the
-  real history, and the verifier's own comparison is applied (privileged verification
-  through the world model's dynamics, :meth:`lwm.sim.env.SimEnv.averify`);
-* ``judge``: a reward model reads the episode with the domain's reward rubric
-  (:func:`lwm.sim.reward.judge_reward`).
+  history, and the verifier's own comparison is applied;
+* ``judge``: a free-form judge reads the episode with the domain's reward rubric.
 
-Reported per source (and per domain): agreement with the verifier, balanced accuracy (the
-mean of the true-positive and true-negative rates: the share of successes is far from one
-half), the false-success rate (among really failed episodes, those judged achieved), and
-unreadable verdicts (``None``: counted, and counted as "not achieved" in the rates).
+Reported per source, overall, per domain and per kind of episode: agreement with the
+verifier, balanced accuracy (the mean of the true-positive and true-negative rates),
+precision (of the episodes judged achieved, the share really achieved), the false-success
+rate (among really failed episodes, those judged achieved), the missed-success rate,
+unreadable verdicts (``None``: counted, and counted as "not achieved" in the rates), the
+Brier score of the probabilities, and seconds per verdict. With ``verdict`` and ``probe``
+both measured, their conjunction (achieved only when both say so) is reported too.
+
+Output directory (resumable: re-run with the same one)::
+
+    verdicts.partial.jsonl   one record per (source, episode): label, reward, error, seconds
+    summary.json, report.md  the tables
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from lwm.data.verdicts import labelled_episodes
+from lwm.domains.tasks import SPLITS
 from lwm.envs.base import Task
+from lwm.jobs import run_jobs
+from lwm.jsonl import check_run_settings, write_atomic
 from lwm.loop import run_sync
-from lwm.models import ModelSpec
+from lwm.models import WORLD_MODEL, ModelSpec, reward_model_for
 from lwm.schema import Trajectory
 from lwm.sim.env import SimEnv
+
+SOURCES = ("verdict", "probe", "judge")
 
 
 @dataclass(frozen=True)
@@ -37,45 +54,54 @@ class RewardSource:
 
     Attributes:
         name: a label for tables.
-        world_model: the world model (the probe's predictor; for ``judge`` unused).
-        reward: ``probe`` or ``judge``.
-        judge: the reward model of ``judge`` (default: the world model).
-        show_task: whether the world model sees the agent's instruction.
+        world_model: the world model (the probe's predictor; unused by ``verdict``/``judge``).
+        reward: ``verdict``, ``probe`` or ``judge``.
+        judge: the reward model of ``verdict`` and ``judge`` (default:
+            :func:`lwm.models.reward_model_for` the source).
+        show_task: whether the world model sees the agent's instruction (``probe``).
     """
 
     name: str
     world_model: ModelSpec
-    reward: str = "probe"
+    reward: str = "verdict"
     judge: ModelSpec | None = None
-    show_task: bool = True
+    show_task: bool = False
 
 
-async def verdicts(source: RewardSource, episodes: list[tuple[Trajectory, Task]]) -> list[float | None]:
-    """The source's verdict on each real episode (its task gives the verifier's probe).
+def judge_episode(source: RewardSource, traj: Trajectory, task: Task | None) -> dict[str, Any]:
+    """The source's verdict on one labelled episode: ``{"reward", "error", "seconds"}``
+    (``reward`` ``None`` when there is none; a model failure is an error, not raised)."""
+    t0 = time.monotonic()
+    judge = source.judge
+    if judge is None and (name := reward_model_for(source.reward, source.world_model.name)):
+        judge = ModelSpec(name)
+    env = SimEnv(traj.domain, source.world_model.load(), reward_model=judge.load() if judge else None,
+                 reward=source.reward, judge_rewards=False, show_task=source.show_task)
+    env.task = task
+    env.restore(traj.model_copy(update={"reward": None, "metadata": {}}))
+    try:
+        reward = run_sync(env.averify())
+        error = env.trajectory.metadata.get("reward_error")
+    except Exception as e:  # a model failure is an unreadable verdict, counted as such
+        reward, error = None, f"{type(e).__name__}: {e}"
+    return {"reward": reward, "error_text": error, "seconds": round(time.monotonic() - t0, 3)}
+
+
+def verdicts(source: RewardSource, episodes: list[tuple[Trajectory, Task | None]]) -> list[float | None]:
+    """The source's verdict on each episode (its task gives the verifier's probe).
 
     Raises:
         whatever loading the models raises; a model failure on one episode is a ``None``.
     """
-    model = source.world_model.load()
-    judge = source.judge.load() if source.judge else None
-    out: list[float | None] = []
-    for traj, task in episodes:
-        env = SimEnv(traj.domain, model, reward_model=judge, reward=source.reward, judge_rewards=False,
-                     show_task=source.show_task)
-        env.task = task
-        env.restore(traj.model_copy(update={"reward": None}))
-        try:
-            out.append(await env.averify())
-        except Exception:  # a model failure is an unreadable verdict, counted as such
-            out.append(None)
-    return out
+    return [judge_episode(source, traj, task)["reward"] for traj, task in episodes]
 
 
 def agreement(real: list[float], judged: list[float | None]) -> dict[str, Any]:
     """Agreement statistics of ``judged`` verdicts against ``real`` ones (≥ 0.5 is success).
 
-    >>> agreement([1, 0, 0, 1], [1, 1, None, 1])["false_success_rate"]
-    0.5
+    >>> s = agreement([1, 0, 0, 1], [1, 1, None, 0.9])
+    >>> s["false_success_rate"], s["precision"], s["brier"]
+    (0.5, 0.6667, 0.3367)
     """
     pairs = list(zip([r >= 0.5 for r in real], judged))
     said = [(truth, (v or 0.0) >= 0.5) for truth, v in pairs]
@@ -83,23 +109,27 @@ def agreement(real: list[float], judged: list[float | None]) -> dict[str, Any]:
     neg = [s for t, s in said if not t]
     tpr = sum(pos) / len(pos) if pos else None
     tnr = sum(not s for s in neg) / len(neg) if neg else None
+    judged_yes = [t for t, s in said if s]
+    readable = [(float(t), v) for t, v in pairs if v is not None]
     return {
-        "episodes": len(pairs), "real_successes": len(pos),
+        "episodes": len(pairs), "real_successes": len(pos), "judged_successes": len(judged_yes),
         "agreement": round(sum(t == s for t, s in said) / len(said), 4) if said else None,
         "balanced_accuracy": round((tpr + tnr) / 2, 4) if tpr is not None and tnr is not None else None,
+        "precision": round(sum(judged_yes) / len(judged_yes), 4) if judged_yes else None,
         "false_success_rate": round(sum(neg) / len(neg), 4) if neg else None,
         "missed_success_rate": round(1 - tpr, 4) if tpr is not None else None,
         "unreadable": sum(1 for _, v in pairs if v is None),
+        "brier": round(sum((t - v) ** 2 for t, v in readable) / len(readable), 4) if readable else None,
     }
 
 
-def measure(sources: list[RewardSource], episodes: list[tuple[Trajectory, Task]]) -> dict[str, Any]:
+def measure(sources: list[RewardSource], episodes: list[tuple[Trajectory, Task | None]]) -> dict[str, Any]:
     """Every source's agreement with the real verifier, overall and per domain.
 
     Args:
         sources: the reward sources.
-        episodes: real episodes with a real verdict (``Trajectory.reward`` not ``None``) and
-            the task each was played from.
+        episodes: episodes with a real verdict (``Trajectory.reward`` not ``None``) and the
+            task each was played from (``None``: no probe).
 
     Returns:
         ``{source name: {"overall": stats, "domains": {domain: stats}}}`` (see :func:`agreement`).
@@ -107,13 +137,173 @@ def measure(sources: list[RewardSource], episodes: list[tuple[Trajectory, Task]]
     episodes = [(t, task) for t, task in episodes if t.reward is not None]
     out = {}
     for source in sources:
-        judged = run_sync(verdicts(source, episodes))
-        by_domain: dict[str, list[int]] = defaultdict(list)
-        for i, (t, _) in enumerate(episodes):
-            by_domain[t.domain].append(i)
-        out[source.name] = {
-            "overall": agreement([t.reward for t, _ in episodes], judged),
-            "domains": {d: agreement([episodes[i][0].reward for i in idx], [judged[i] for i in idx])
-                        for d, idx in sorted(by_domain.items())},
-        }
+        judged = verdicts(source, episodes)
+        out[source.name] = _grouped([t for t, _ in episodes], judged)
     return out
+
+
+def _grouped(episodes: list[Trajectory], judged: list[float | None]) -> dict[str, Any]:
+    real = [t.reward for t in episodes]
+    groups: dict[str, dict[str, list[int]]] = {"domains": defaultdict(list), "kinds": defaultdict(list)}
+    for i, t in enumerate(episodes):
+        groups["domains"][t.domain].append(i)
+        groups["kinds"][str(t.metadata.get("kind", "episode"))].append(i)
+    return {"overall": agreement(real, judged),
+            **{name: {k: agreement([real[i] for i in idx], [judged[i] for i in idx]) for k, idx in sorted(g.items())}
+               for name, g in groups.items()}}
+
+
+# ------------------------------------------------------------------------------ the command
+
+@dataclass
+class RewardEvalConfig:
+    """Settings of ``lwm agent rewards``.
+
+    Attributes:
+        episodes: labelled episode files: ``episodes.jsonl`` of ``lwm data verdicts`` or of
+            ``lwm agent eval`` (real episodes, or simulated ones replayed in the real
+            environment: their ``real_reward`` is the label).
+        out: run directory (re-run with the same one to resume).
+        split: which task families: ``heldout`` (never trained on), ``train`` or ``all``.
+        rewards: the reward sources to measure: ``verdict``, ``probe``, ``judge``.
+        reward_model: the reward model of ``verdict`` and ``judge`` (default: the trained
+            verdict model for ``verdict``, the base model for ``judge``): a name of
+            :class:`~lwm.models.ModelSpec` or the model served at ``base_url``.
+        adapter: a LoRA adapter (GGUF) for a local reward model, e.g. one just trained.
+        world_model: the world model of ``probe``.
+        base_url: the reward model's OpenAI-compatible endpoint.
+        api_key: its bearer token.
+        max_episodes: an evenly spaced sample of N of the split's labelled episodes (every
+            domain and kind keeps its share; default: all).
+    """
+
+    episodes: tuple[Path, ...]
+    out: Path
+    split: str = "heldout"
+    rewards: tuple[str, ...] = ("verdict",)
+    reward_model: str | None = None
+    adapter: str | None = None
+    world_model: str = WORLD_MODEL
+    base_url: str | None = None
+    api_key: str = "EMPTY"
+    max_episodes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.episodes, self.out = tuple(Path(p) for p in self.episodes), Path(self.out)
+        self.rewards = tuple(dict.fromkeys(self.rewards))
+        if not self.episodes:
+            raise ValueError("no episode file given (lwm data verdicts or lwm agent eval writes episodes.jsonl)")
+        if self.split not in SPLITS:
+            raise ValueError(f"unknown split {self.split!r}; expected one of {', '.join(SPLITS)}")
+        if bad := [r for r in self.rewards if r not in SOURCES]:
+            raise ValueError(f"unknown reward source {', '.join(bad)} (one of {', '.join(SOURCES)})")
+        if not self.rewards:
+            raise ValueError("no reward source to measure")
+        if self.base_url and not self.reward_model:
+            raise ValueError("--base-url needs --reward-model: the name of the model it serves")
+        if self.max_episodes is not None and self.max_episodes < 1:
+            raise ValueError(f"max_episodes must be at least 1, got {self.max_episodes}")
+
+    def settings(self) -> dict[str, Any]:
+        """What makes two runs the same run (a resume must match)."""
+        d = asdict(self)
+        for k in ("out", "api_key", "rewards"):
+            d.pop(k)
+        d["episodes"] = [str(p) for p in self.episodes]
+        return d
+
+    def sources(self) -> list[RewardSource]:
+        world = ModelSpec(self.world_model)
+        judge = ModelSpec(self.reward_model, base_url=self.base_url, api_key=self.api_key,
+                          adapter=self.adapter) if self.reward_model else None
+        return [RewardSource(r, world, reward=r, judge=judge if r != "probe" else None) for r in self.rewards]
+
+
+@dataclass
+class RewardEvalResult:
+    """What ``lwm agent rewards`` produced: where, its summary, the verdicts that failed."""
+
+    out: Path
+    summary: dict[str, Any]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> RewardEvalResult:
+    """Judge every labelled episode of the split with every source; write the tables.
+
+    Raises:
+        DataNotFoundError, RowFormatError: an episode file is missing or malformed.
+        ValueError: no labelled episode of the split in the files.
+        RunMismatchError: ``out`` holds a run with other settings.
+        ModelUnavailableError: a model cannot be loaded.
+    """
+    t0 = time.monotonic()
+    skipped: Counter[str] = Counter()
+    episodes = [(t, task) for t, task in labelled_episodes(config.episodes, skipped)
+                if config.split == "all" or t.metadata.get("split") == config.split]
+    if not episodes:
+        raise ValueError(f"no labelled episode of the {config.split} families in "
+                         f"{', '.join(map(str, config.episodes))}")
+    if config.max_episodes and config.max_episodes < len(episodes):
+        n = config.max_episodes
+        episodes = [episodes[i * len(episodes) // n] for i in range(n)]
+    config.out.mkdir(parents=True, exist_ok=True)
+    check_run_settings(config.out / "settings.json", config.settings())
+    items = [(f"{s.reward}:{t.id}", (s, t, task)) for s in config.sources() for t, task in episodes]
+    report = run_jobs(items, lambda item: judge_episode(*item), journal=config.out / "verdicts.partial.jsonl",
+                      description="verdicts", progress=show_progress)
+    summary: dict[str, Any] = {"settings": config.settings(), "episodes": len(episodes), "skipped": dict(skipped),
+                               "sources": {}}
+    judged: dict[str, list[float | None]] = {}
+    for source in config.sources():
+        records = [report.records.get(f"{source.reward}:{t.id}") for t, _ in episodes]
+        judged[source.reward] = [r["reward"] if r else None for r in records]
+        seconds = [r["seconds"] for r in records if r]
+        summary["sources"][source.reward] = {
+            "reward_model": source.judge.label if source.judge else reward_model_for(source.reward, None)
+            or source.world_model.label,
+            **_grouped([t for t, _ in episodes], judged[source.reward]),
+            "seconds_per_verdict": round(sum(seconds) / len(seconds), 3) if seconds else None,
+            "errors": sum(1 for r in records if r and r.get("error_text"))}
+    if "verdict" in judged and "probe" in judged:  # achieved only when both say so
+        both = [None if v is None or p is None else min(v, p) for v, p in zip(judged["verdict"], judged["probe"])]
+        summary["sources"]["verdict and probe"] = _grouped([t for t, _ in episodes], both)
+    summary["seconds"] = round(time.monotonic() - t0, 1)
+    summary["failed"] = report.failures
+    write_atomic(config.out / "summary.json", _json(summary))
+    write_atomic(config.out / "report.md", to_markdown(summary))
+    return RewardEvalResult(config.out, summary, dict(report.failures))
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, indent=1, ensure_ascii=False) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The summary's tables: every source overall, then per domain and per kind."""
+    head = ("| reward source | episodes | real successes | agreement | balanced accuracy | precision | "
+            "false-success rate | missed-success rate | unreadable | Brier | seconds per verdict |")
+    lines = [f"# Reward models against the real verifier ({summary['episodes']} labelled episodes, "
+             f"{summary['settings']['split']} families)", "", "Rates ×100.", "", head,
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, s in summary["sources"].items():
+        o = s["overall"]
+        lines.append(f"| {name} | {o['episodes']} | {o['real_successes']} | {_pct(o['agreement'])} | "
+                     f"{_pct(o['balanced_accuracy'])} | {_pct(o['precision'])} | {_pct(o['false_success_rate'])} | "
+                     f"{_pct(o['missed_success_rate'])} | {o['unreadable']} | {o['brier']} | "
+                     f"{s.get('seconds_per_verdict', '—')} |")
+    for group in ("domains", "kinds"):
+        lines += ["", f"Balanced accuracy / false-success rate / missed-success rate by {group[:-1]}:", "",
+                  "| reward source | " + " | ".join(next(iter(summary["sources"].values()))[group]) + " |",
+                  "|---|" + "---|" * len(next(iter(summary["sources"].values()))[group])]
+        for name, s in summary["sources"].items():
+            cells = [f"{_pct(g['balanced_accuracy'])} / {_pct(g['false_success_rate'])} / "
+                     f"{_pct(g['missed_success_rate'])}" for g in s[group].values()]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

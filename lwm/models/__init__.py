@@ -16,8 +16,13 @@ from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, S
 #: (``"embedded"`` alone is the base model, for comparison and for non-world-model roles).
 WORLD_MODEL = "embedded-warmup"
 
-__all__ = ["WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "ModelSpec", "SamplingParams",
-           "default_model", "judge_for", "load_model", "prompt_cache_mb", "served_model"]
+#: The trained reward model: the embedded SmolLM2 with the shipped verdict adapter, trained on
+#: real episodes labelled by the real verifiers (:mod:`lwm.verdict`, docs/results.md).
+VERDICT_MODEL = "embedded-verdict"
+
+__all__ = ["VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "ModelSpec",
+           "SamplingParams", "default_model", "judge_for", "load_model", "prompt_cache_mb", "reward_model_for",
+           "served_model"]
 
 
 def judge_for(world_model: str) -> str | None:
@@ -25,6 +30,22 @@ def judge_for(world_model: str) -> str | None:
     model itself: the base model for the warm-up one (its adapter learned to predict
     observations, not to judge; its verdicts were unreadable in a test rollout)."""
     return "embedded" if world_model == WORLD_MODEL else None
+
+
+def reward_model_for(reward: str, world_model: str | None) -> str | None:
+    """The reward model to load for a reward source when none is given: the trained verdict
+    model (:data:`VERDICT_MODEL`) for ``verdict`` and ``auto`` (which asks it for tasks
+    without a verifier); :func:`judge_for` the world model for ``judge``; ``None`` (the world
+    model itself) otherwise.
+
+    >>> reward_model_for("auto", "embedded-warmup"), reward_model_for("probe", "embedded-warmup")
+    ('embedded-verdict', None)
+    """
+    if reward in ("auto", "verdict"):
+        return VERDICT_MODEL
+    if reward == "judge" and world_model is not None:
+        return judge_for(world_model)
+    return None
 
 
 def prompt_cache_mb(episodes_at_once: int) -> int:
@@ -47,7 +68,8 @@ class ModelSpec:
 
     Attributes:
         name: ``embedded-warmup`` (the bundled SmolLM2 on llama.cpp with the shipped
-            warm-up adapter), ``embedded`` (the base model), a ``.gguf`` file, ``hf:<model
+            warm-up adapter), ``embedded-verdict`` (the same with the shipped verdict
+            adapter: the reward model), ``embedded`` (the base model), a ``.gguf`` file, ``hf:<model
             dir>`` (transformers), or the model name served at ``base_url``.
         base_url: an OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1`` (vLLM,
             SGLang, llama.cpp, Ollama, hosted APIs).
@@ -182,13 +204,13 @@ def load_model(
 
         model = TransformersChatModel(name[3:])
     else:
-        from lwm.models.embedded import LlamaCppChatModel, adapter_name, warmup_adapter_path
+        from lwm.models.embedded import SHIPPED_ADAPTERS, LlamaCppChatModel, adapter_name, shipped_adapter_path
 
-        if name == WORLD_MODEL:
+        if name in SHIPPED_ADAPTERS:
             if adapter:
-                raise ValueError(f"{WORLD_MODEL!r} already has its adapter; use --model embedded with --adapter")
-            adapter = str(warmup_adapter_path())
-        path = None if name in ("embedded", WORLD_MODEL) else name
+                raise ValueError(f"{name!r} already has its adapter; use --model embedded with --adapter")
+            adapter = str(shipped_adapter_path(SHIPPED_ADAPTERS[name]))
+        path = None if name == "embedded" or name in SHIPPED_ADAPTERS else name
         model = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter,
                                   prompt_cache_bytes=prompt_cache_mb << 20)
         if adapter:  # the adapter is part of the model's identity (provenance, resume checks)

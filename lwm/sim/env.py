@@ -31,8 +31,8 @@ from lwm.prediction import Prediction, full_observation, request, request_format
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 
-RewardSource = Literal["auto", "probe", "judge"]
-REWARD_SOURCES = ("auto", "probe", "judge")
+RewardSource = Literal["auto", "verdict", "probe", "judge"]
+REWARD_SOURCES = ("auto", "verdict", "probe", "judge")
 
 #: Decoding settings of a simulated step unless given: greedy, room for a screen or a page.
 DEFAULT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512, stop=DEFAULT_STOP)
@@ -66,18 +66,21 @@ class SimEnv:
         max_prompt_tokens: history budget; the oldest turns are dropped first.
         max_turns: the episode is cut (``truncated``) after this many steps.
         controls: simulation controls (:class:`~lwm.sim.controls.Control`).
-        reward_model: the judge of task success at episode end (default: ``model``); set
-            ``judge_rewards=False`` to leave rewards to the caller.
+        reward_model: the judge of task success at episode end (default: the trained verdict
+            model, :data:`lwm.models.VERDICT_MODEL`, for the verdict; ``model`` for
+            ``judge``); set ``judge_rewards=False`` to leave rewards to the caller.
         judge_rewards: ask the reward model when the episode ends.
         judge_every_step: ask it after every step too (dense rewards: the verdict on the
             episode so far); implies ``judge_rewards``.
         judge_sampling: the reward model's decoding settings
             (:data:`lwm.sim.reward.JUDGE_SAMPLING`).
-        reward: where the verdict comes from: ``probe`` (the world model predicts what the
-            task's verifier probe would show in the final state, and the verifier's own
-            comparison is applied: privileged verification through the world model's
-            dynamics), ``judge`` (the reward model reads the episode, with the domain's
-            reward rubric), or ``auto`` (probe when the task has a verifier, else judge).
+        reward: where the verdict comes from: ``verdict`` (the trained reward model's
+            P(achieved) from its probabilities of two fixed answers, :mod:`lwm.verdict`),
+            ``probe`` (the world model predicts what the task's verifier probe would show in
+            the final state, and the verifier's own comparison is applied: privileged
+            verification through the world model's dynamics), ``judge`` (a free-form judge
+            reads the episode, with the domain's reward rubric), or ``auto`` (the probe when
+            the task has a verifier, else the verdict).
         memo: a mapping shared by environments (a GRPO group, a rollout) in which each
             prediction is kept by its situation (system prompt, history, action, model,
             sampling): the same situation gets the same observation and costs one model
@@ -126,7 +129,7 @@ class SimEnv:
         self.max_prompt_tokens = max_prompt_tokens
         self.max_turns = max_turns
         self.controls = tuple(controls)
-        self.reward_model = reward_model or model
+        self._reward_model = reward_model
         self.judge_rewards = judge_rewards or judge_every_step
         self.judge_every_step = judge_every_step
         self.judge_sampling = judge_sampling
@@ -139,6 +142,17 @@ class SimEnv:
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
         self.parse_issues: dict[str, int] = {}
+
+    @property
+    def reward_model(self) -> ChatModel:
+        """The reward model: the one given, else (loaded on first use, once per process) the
+        trained verdict model for the ``verdict`` reward and the world model for ``judge``."""
+        if self._reward_model is None:
+            from lwm.models import ModelSpec, reward_model_for
+
+            name = reward_model_for(self.reward, None)
+            self._reward_model = ModelSpec(name).load() if name else self.model
+        return self._reward_model
 
     # -- the protocol ----------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -294,15 +308,20 @@ class SimEnv:
 
     async def averify(self) -> float | None:
         """The verdict on the episode so far: a reward in [0, 1], also stored on the
-        trajectory (``metadata["reward_source"]``: ``probe`` or ``judge``; with the probe's
-        predicted observation in ``metadata["probe_observation"]``, or the judge's
-        ``reward_rationale``); ``None`` when there is nothing to judge (no verifier for
-        ``probe``, no instruction for the judge) or the judge's answer was unreadable
-        (``metadata["reward_error"]``). The probe is asked on a copy of the history: it is
-        never part of the episode."""
+        trajectory (``metadata["reward_source"]``: ``verdict``, ``probe`` or ``judge``; with
+        the probe's predicted observation in ``metadata["probe_observation"]``, or the
+        reward model's ``reward_rationale``); ``None`` when there is nothing to judge (no
+        verifier for ``probe``, no instruction for the reward model) or the reward model
+        gave no verdict (``metadata["reward_error"]``). The probe is asked on a copy of the
+        history: it is never part of the episode."""
         traj = self._require()
         check = self.task.check if self.task is not None else None
-        if self.reward == "probe" or (self.reward == "auto" and check is not None):
+        # auto: the probe where the task has a verifier (its errors are misses), else the
+        # trained verdict (in closed loop it pays failures: docs/results.md, stage 2)
+        source = ("probe" if check is not None else "verdict") if self.reward == "auto" else self.reward
+        if source == "verdict":
+            return await self._verdict(traj)
+        if source == "probe":
             if check is None:
                 traj.metadata["reward_error"] = "the task has no verifier to probe"
                 return None
@@ -325,6 +344,21 @@ class SimEnv:
         traj.reward = verdict.reward
         traj.metadata.update({"reward_source": "judge", "reward_rationale": verdict.rationale,
                               "reward_raw": verdict.raw})
+        if verdict.error:
+            traj.metadata["reward_error"] = verdict.error
+        return verdict.reward
+
+    async def _verdict(self, traj: Trajectory) -> float | None:
+        from lwm.sim.reward import judge_verdict
+
+        traj.metadata["reward_source"] = "verdict"
+        if not traj.task:
+            traj.reward = None
+            traj.metadata["reward_error"] = "the episode has no instruction to judge"
+            return None
+        verdict = await judge_verdict(self.reward_model, traj)
+        traj.reward = verdict.reward
+        traj.metadata["reward_rationale"] = verdict.rationale
         if verdict.error:
             traj.metadata["reward_error"] = verdict.error
         return verdict.reward

@@ -185,6 +185,8 @@ class PolicySpec:
         temperature: the agent's sampling temperature (0: greedy).
         max_tokens: tokens per answer at most.
         timeout: seconds per request to ``base_url``.
+        seed: the sampling seed (attempts of one task with different seeds differ at a
+            temperature above 0).
     """
 
     name: str = "scripted"
@@ -194,6 +196,7 @@ class PolicySpec:
     temperature: float = 0.0
     max_tokens: int = 128
     timeout: float = 600.0
+    seed: int = 0
 
     @property
     def label(self) -> str:
@@ -211,4 +214,5 @@ class PolicySpec:
             return ScriptedPolicy(scripts or domains.get(domain).scripts(extended=True))
         model = ModelSpec(self.name, base_url=self.base_url, api_key=self.api_key, adapter=self.adapter,
                           timeout=self.timeout).load()
-        return ChatPolicy(model, domain, SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens))
+        return ChatPolicy(model, domain, SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens,
+                                                        seed=self.seed))

@@ -1,5 +1,11 @@
-"""The reward model: a judge decides from the task, the trajectory and a rubric whether
-the task was achieved.
+"""The reward model: it decides from the task and the trajectory whether the task was
+achieved, in one of two ways.
+
+* :func:`judge_verdict` (the trained reward model): the model is scored on the two fixed
+  answers of :mod:`lwm.verdict` after the verdict prompt; the reward is P(achieved), read
+  from its probabilities, so it is never unreadable.
+* :func:`judge_reward` (a free-form judge, for models never trained to judge): described
+  below.
 
 The judge (the world model itself or any other :class:`~lwm.models.base.ChatModel`)
 reads the instruction and every action and observation, and answers with a JSON object
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import json_objects, split_reasoning
 from lwm.schema import Trajectory
+from lwm.verdict import ANSWERS, probability, verdict_messages
 
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512)
 
@@ -115,3 +122,28 @@ async def judge_reward(model: ChatModel, traj: Trajectory, *, rubric: str = "",
         if verdict.reward is not None:
             return verdict
     return verdict
+
+
+async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
+    """P(achieved) of ``traj`` from ``model``'s log-probabilities of the two verdict answers
+    (:mod:`lwm.verdict`); one forward pass over the prompt, no text generated.
+
+    Args:
+        model: a model that scores answers (``answer_logprobs``: the llama.cpp, transformers
+            and OpenAI-compatible backends; a served model must return log-probabilities).
+        traj: the episode (its ``task`` is the instruction).
+
+    Returns:
+        the verdict: ``reward`` is the probability, ``rationale`` says it; a model that
+        cannot score answers, fails, or gives neither answer any probability gives
+        ``reward=None`` with ``error`` (counted by the caller, never guessed).
+    """
+    scorer = getattr(model, "answer_logprobs", None)
+    if scorer is None:
+        return RewardVerdict(None, error=f"{model.name} cannot score answers (no answer_logprobs)")
+    try:
+        achieved, not_achieved = await scorer(verdict_messages(traj), list(ANSWERS))
+        p = probability(achieved, not_achieved)
+    except Exception as e:  # counted by the caller through ``error``
+        return RewardVerdict(None, error=f"{type(e).__name__}: {e}")
+    return RewardVerdict(round(p, 6), f"P(achieved) = {p:.3f}")

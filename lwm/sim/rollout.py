@@ -23,6 +23,7 @@ from typing import Any
 from lwm import domains
 from lwm.envs.base import Task
 from lwm.envs.episode import Script, aplay_episode, play_episode
+from lwm.errors import EpisodeBrokenError
 from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
@@ -60,9 +61,10 @@ class RolloutConfig:
             then the world model) or ``sim-only`` (cache, then the world model).
         controls: simulation control labels (e.g. ``empty``, ``error:disk full``).
         max_turns: turns per episode at most.
-        reward: ``sim``: where the verdict comes from: ``probe`` (the world model predicts the
-            task's verifier probe), ``judge`` (the reward model reads the episode) or ``auto``
-            (probe for tasks with a verifier, else judge).
+        reward: ``sim``: where the verdict comes from: ``verdict`` (the trained reward model's
+            P(achieved)), ``probe`` (the world model predicts the task's verifier probe),
+            ``judge`` (a free-form judge reads the episode) or ``auto`` (the probe for tasks
+            with a verifier, else the verdict).
         verified_only: only tasks with a real verifier (to measure reward agreement).
         concurrency: episodes played at once.
         ray: run episodes as Ray tasks.
@@ -162,16 +164,24 @@ class EpisodeJob:
     metadata: tuple[tuple[str, Any], ...] = ()
 
     def __call__(self) -> dict[str, Any]:
+        """The episode's record; an episode whose action broke its sandbox is recorded as a
+        failure (``metadata["broken"]``), not dropped."""
         policy = self.policy.make(self.factory.domain, self.scripts)
-        traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
-                            episode_id=self.episode_id, metadata=self._metadata())
+        try:
+            traj = play_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
+                                episode_id=self.episode_id, metadata=self._metadata())
+        except EpisodeBrokenError as e:
+            traj = e.trajectory
         return self._record(traj, policy)
 
     async def arun(self) -> dict[str, Any]:
         """The episode on the running event loop (see :func:`~lwm.envs.episode.aplay_episode`)."""
         policy = self.policy.make(self.factory.domain, self.scripts)
-        traj = await aplay_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
-                                   episode_id=self.episode_id, metadata=self._metadata())
+        try:
+            traj = await aplay_episode(self.factory(), policy, self.task, max_turns=self.max_turns,
+                                       episode_id=self.episode_id, metadata=self._metadata())
+        except EpisodeBrokenError as e:
+            traj = e.trajectory
         return self._record(traj, policy)
 
     def _metadata(self) -> dict[str, Any]:

@@ -87,8 +87,9 @@ class RLConfig:
             ``embedded``, a ``.gguf`` file, or the name served at ``base_url``).
         base_url: the world model's OpenAI-compatible endpoint.
         api_key: bearer token for ``base_url``.
-        reward: ``agent`` on ``sim``: ``probe`` (the world model predicts the verifier's
-            probe), ``judge`` or ``auto``.
+        reward: ``agent`` on ``sim``: ``verdict`` (the trained reward model's P(achieved),
+            1 from 0.5 on), ``probe`` (the world model predicts the verifier's probe),
+            ``judge`` or ``auto`` (the probe for tasks with a verifier, else the verdict).
         show_task: ``agent`` on ``sim``: show the world model the agent's instruction. Off by
             default: in closed loop a world model that knows the goal predicts it, and the
             policy is paid for prose (docs/results.md, stage 2).

@@ -9,9 +9,7 @@ from conftest import needs_sandbox
 
 from lwm import domains
 from lwm.domains.db.tasks import on_engine
-from lwm.domains.mcp.spec import call
-from lwm.domains.tasks import TaskFamily, families, heldout_families, task_domains, task_key, task_set
-from lwm.domains.terminal import keys
+from lwm.domains.tasks import TaskFamily, families, heldout_families, task_domains, task_key, task_set, wrong_attempt
 from lwm.envs import Check, Task
 
 ALL = [(d, f.name) for d in task_domains() for f in families(d)]
@@ -122,99 +120,12 @@ def test_every_family_task_survives_its_file_form_and_bad_checks_are_refused():
         Task.from_dict("make-dir")  # a recorded task_spec that is not one
 
 
-# -- plausible wrong attempts: (task, solution) -> actions that must not pass ------------------
-def _typed(action):
-    return json.loads(action)[0]["keystrokes"]
-
-
-def _args(action):
-    return json.loads(action)["arguments"]
-
-
-def _first(_, s):
-    return s[:1]
-
-
-WRONG = {
-    # terminal
-    ("terminal", "print-text"): lambda t, s: (keys(_typed(s[0]).replace("\n", " > out.txt\n")),),
-    ("terminal", "create-file"): lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),  # to the screen
-    ("terminal", "make-dir"): lambda t, s: (keys(_typed(s[0]).replace("mkdir", "touch")),),
-    ("terminal", "append-line"): lambda t, s: (keys(_typed(s[0]).replace(">>", ">")),),
-    ("terminal", "copy-file"): lambda t, s: (keys(_typed(s[0]).replace("cp ", "mv ")),),
-    ("terminal", "rename-file"): lambda t, s: (keys(_typed(s[0]).replace("mv ", "cp ")),),
-    ("terminal", "delete-logs"): lambda t, s: (keys("rm /app/*\n"),),
-    ("terminal", "count-matches"): lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),
-    ("terminal", "sort-unique"): lambda t, s: (keys("sort names.txt > sorted.txt\n"),),
-    ("terminal", "replace-word"): lambda t, s: (keys(_typed(s[0]).replace("sed -i", "sed")),),
-    ("terminal", "nested-file"): _first,
-    ("terminal", "make-script"): _first,
-    ("terminal", "backup-and-edit"): lambda t, s: s[1:],  # edits without the backup
-    # db
-    ("db", "insert-row"): lambda t, s: (s[0].replace("INSERT INTO people (name, age) VALUES", "SELECT")
-                                        .replace("(", "").replace(")", ""),),
-    ("db", "create-table"): lambda t, s: (re.sub(r"\(.*\)", "(a TEXT, b INTEGER)", s[0]),),
-    ("db", "update-value"): lambda t, s: (s[0].split(" WHERE ")[0] + ";",),
-    ("db", "delete-rows"): lambda t, s: ("DELETE FROM tasks;",),
-    ("db", "increase-all"): lambda t, s: (s[0].replace("price + ", ""),),
-    ("db", "save-count"): lambda t, s: (s[0].replace("CREATE TABLE answer AS ", ""),),
-    ("db", "add-column"): _first,
-    ("db", "create-and-fill"): _first,
-    ("db", "transfer"): _first,
-    ("db", "archive-rows"): _first,
-    # code
-    ("code", "sum-variable"): lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
-    ("code", "upper-variable"): lambda t, s: (s[0].replace(".upper()", ""),),
-    ("code", "define-function"): lambda t, s: (s[0].replace("return x", "print(x") + ")",),
-    ("code", "write-file"): lambda t, s: ("print(" + re.search(r"f\.write\((.*)\)", s[0]).group(1) + ")",),
-    ("code", "squares-list"): lambda t, s: (re.sub(r", (\d+)\)", lambda m: f", {int(m[1]) - 1})", s[0]),),
-    ("code", "filter-evens"): lambda t, s: (s[0].replace("== 0", "== 1"),),
-    ("code", "dict-build"): lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
-    ("code", "count-word"): lambda t, s: ("print(" + s[0].split(" = ", 1)[1] + ")",),
-    ("code", "sum-csv"): _first,
-    ("code", "json-update"): _first,
-    ("code", "counter-class"): _first,
-    # fs
-    ("fs", "write-file"): lambda t, s: (call("write_file", path="/app/wrong.txt", content=_args(s[0])["content"]),),
-    ("fs", "make-dir"): lambda t, s: (call("write_file", path=_args(s[0])["path"], content=""),),
-    ("fs", "rename-file"): lambda t, s: (call("write_file", path=_args(s[0])["destination"], content="copy"),),
-    ("fs", "edit-word"): lambda t, s: (call("edit_file", **_args(s[0]), dryRun=True),),
-    ("fs", "copy-file"): lambda t, s: (call("move_file", source=_args(s[0])["path"], destination=_args(s[1])["path"]),),
-    ("fs", "find-file"): lambda t, s: (call("write_file", path="/app/answer.txt",
-                                            content=_args(s[1])["content"].rsplit("/", 1)[1]),),
-    ("fs", "append-line"): lambda t, s: (call("write_file", path=_args(s[1])["path"],
-                                              content=_args(s[1])["content"].split("\n")[-2]),),
-    ("fs", "write-nested"): lambda t, s: s[1:],
-    ("fs", "organize"): lambda t, s: s[:2],
-    ("fs", "merge-files"): lambda t, s: (call("write_file", path="/app/all.txt", content="part1"),),
-    # mcp
-    ("mcp", "create-ticket"): lambda t, s: (call("create_ticket", title=_args(s[0])["title"]),),
-    ("mcp", "close-ticket"): lambda t, s: (call("update_ticket", ticket_id=_args(s[0])["ticket_id"],
-                                                status="in_progress"),),
-    ("mcp", "assign-ticket"): lambda t, s: (call("add_comment", ticket_id=_args(s[0])["ticket_id"], author="me",
-                                                 body="assign to " + _args(s[0])["assignee"]),),
-    ("mcp", "comment-ticket"): lambda t, s: (call("create_ticket", title=_args(s[0])["body"]),),
-    ("mcp", "close-by-title"): lambda t, s: (call("close_ticket", ticket_id=1, resolution=_args(s[1])["resolution"]),),
-    ("mcp", "escalate-assignee"): lambda t, s: s[:2],
-    ("mcp", "add-entity"): lambda t, s: (s[0].replace('"entityType": "', '"entityType": "x'),),
-    ("mcp", "add-observation"): lambda t, s: (call("create_entities", entities=[
-        {"name": "Someone", "entityType": "person", "observations": _args(s[0])["observations"][0]["contents"]}]),),
-    ("mcp", "relate-entities"): _first,
-    # swe: deleting the failing tests must not count as fixing
-    ("swe", "fix-operator"): lambda t, s: (call("bash", command="rm -f test_*.py"),),
-    ("swe", "find-bug"): lambda t, s: (call("bash", command="git rm -q test_*.py && git commit -qm tidy"),),
-    ("swe", "fix-and-commit"): lambda t, s: s[:2],
-    ("swe", "edit-constant"): lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
-                                                 content=_args(s[0])["new_string"]),),
-    ("swe", "add-function"): lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
-                                                content=_args(s[0])["new_string"].split("\n\n\n")[1]),),
-    ("swe", "commit-file"): _first,
-    ("swe", "rename-function"): _first,
-}
-
-
 def test_every_family_has_a_wrong_attempt():
-    assert set(WRONG) == set(ALL)
+    for domain in task_domains():
+        assert set(domains.get(domain).tasks().WRONG) == {f.name for f in families(domain)}, domain
+    task, solution = families("db")[0].generate(0)
+    with pytest.raises(KeyError, match="no wrong attempt for the family db/no-such"):
+        wrong_attempt("db", "no-such", task, solution)
 
 
 # -- in the real environments ---------------------------------------------------------------
@@ -247,7 +158,7 @@ def test_reference_solves_and_nothing_or_a_wrong_attempt_does_not(envs, domain, 
         task, solution = family.generate(seed)
         assert _play(env, task, solution) == 1.0, (seed, task.instruction, solution)
     assert _play(env, task, ()) == 0.0
-    wrong = WRONG[domain, name](task, solution)
+    wrong = wrong_attempt(domain, name, task, solution)
     assert wrong != solution
     assert _play(env, task, wrong) == 0.0, (task.instruction, wrong)
 

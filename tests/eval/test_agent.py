@@ -61,14 +61,23 @@ def test_a_policy_that_emits_garbage_is_counted_not_a_crash(tmp_path):
 def test_in_the_simulator_then_replayed_in_the_real_environment(tmp_path):
     with vllm_style_server() as (url, requests):
         res = agent_eval(AgentEvalConfig(out=tmp_path, domains=("db",), tasks=2, policy="oracle", backend="sim",
-                                         world_model="stand-in", base_url=url), show_progress=False)
+                                         world_model="stand-in", base_url=url, reward="probe"), show_progress=False)
         # the world model is not told the goal (it would predict it: docs/results.md, stage 2) ...
         prompts = [json.dumps(r["messages"]) for r in requests]
         assert prompts and not any("Task Instruction" in p for p in prompts)
         agent_eval(AgentEvalConfig(out=tmp_path / "shown", domains=("db",), tasks=1, policy="oracle", backend="sim",
-                                   world_model="stand-in", base_url=url, show_task=True), show_progress=False)
+                                   world_model="stand-in", base_url=url, show_task=True, reward="probe"),
+                   show_progress=False)
         # ... unless asked
         assert "Task Instruction" in json.dumps(requests[-1]["messages"])
+        # the trained reward model: a probability for every episode, never unreadable
+        judged = agent_eval(AgentEvalConfig(out=tmp_path / "verdict", domains=("db",), tasks=2, policy="oracle",
+                                            backend="sim", world_model="stand-in", base_url=url, reward="verdict"),
+                            show_progress=False)
+    verdicts = list(read_trajectories(tmp_path / "verdict" / "episodes.jsonl"))
+    assert all(t.metadata["reward_source"] == "verdict" and 0.0 <= t.reward <= 1.0 for t in verdicts)
+    assert judged.summary["domains"]["db"]["unknown_verdicts"] == 0
+    assert judged.summary["domains"]["db"]["reward_recall"] is not None   # the oracle really succeeds
     db = res.summary["domains"]["db"]
     # The stand-in world model answers "hi" to every probe: never "achieved"; the oracle's
     # actions, replayed in the real environment, always are.
@@ -119,6 +128,43 @@ def test_summary_counts_unknown_verdicts_as_failures():
     assert json.loads(json.dumps(s))["domains"]["db"]["success"]["n"] == 3
 
 
+def test_summary_gives_success_per_family_and_the_rewards_precision_and_recall_in_closed_loop():
+    from lwm.schema import Provenance, Trajectory, Turn
+
+    prov = Provenance(kind="simulated")
+    # (family, the reward model's verdict in the simulator, the real verdict of the replay)
+    played = [("insert-row", 0.9, 1.0), ("insert-row", 0.8, 0.0), ("insert-row", 0.1, 1.0), ("create-table", 0.2, 0.0)]
+    eps = [Trajectory(id=f"e{i}", domain="db", system_prompt="", reward=sim,
+                      turns=[Turn(index=1, action="SELECT 1;", observation="1", provenance=prov)],
+                      metadata={"family": fam, "real_reward": real, "actions": 1, "valid_actions": 1})
+           for i, (fam, sim, real) in enumerate(played)]
+    s = summarize(eps, "sim")
+    assert s["families"]["db/insert-row"]["success"]["successes"] == 2 and s["families"]["db/create-table"]["success"]["n"] == 1
+    db = s["domains"]["db"]
+    assert (db["reward_precision"], db["reward_recall"], db["false_successes"]) == (0.5, 0.5, 1)
+
+
+@needs_sandbox
+def test_an_episode_that_breaks_its_sandbox_is_a_failure_counted_and_shown(tmp_path):
+    from lwm.domains.tasks import write_task_file
+    from lwm.domains.terminal.spec import keys
+    from lwm.envs.base import Check, Task
+
+    easy = Task(name="easy", instruction="Create /app/a.txt containing ok.", check=Check("cat /app/a.txt", "ok"))
+    write_task_file(tmp_path / "tasks.jsonl", [("terminal", easy, (keys("echo ok > a.txt\n"),)),
+                                               ("terminal", easy.__class__(**{**easy.to_dict(), "name": "hard"}),
+                                                (keys("tmux kill-server\n"), keys("echo ok > a.txt\n")))])
+    res = agent_eval(AgentEvalConfig(out=tmp_path / "run", tasks_file=tmp_path / "tasks.jsonl", policy="oracle"),
+                     show_progress=False)
+    overall = res.summary["overall"]
+    assert not res.failed and overall["success"]["n"] == 2 and overall["success"]["successes"] == 1
+    assert overall["broken_episodes"] == 1   # not left out of the count: a failure
+    broken = next(e for e in read_trajectories(tmp_path / "run" / "episodes.jsonl") if e.id.endswith("hard"))
+    assert broken.reward == 0.0 and "SandboxError" in broken.metadata["broken"]
+    assert "tmux kill-server" in broken.turns[-1].action and "[sandbox broken]" in broken.turns[-1].observation
+    assert "| 50.0 % [9.4, 90.5] (1/2) | 0 | 1 |" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_a_damaged_journal_is_named_with_its_line(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -154,8 +200,9 @@ def test_a_task_file_written_edited_and_played(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads((out / "summary.json").read_text())["overall"]["success"]["successes"] == 2  # db only
     # the Markdown table on stdout keeps one row a line (not wrapped at 80 columns); no answers: "—"
-    assert "| domain | success ± 95% CI | valid actions | well-formed answers | cut answers | mean turns |" \
-        in result.output and "| all | 100.0 % [34.2, 100.0] (2/2) | 1.0 | — | 0 | 1.0 | 2 |" in result.output
+    assert "| domain | success ± 95% CI | unknown verdicts | broken episodes | valid actions | well-formed answers |" \
+        in result.output and "| all | 100.0 % [34.2, 100.0] (2/2) | 0 | 0 | 1.0 | — | 0 | 1.0 | 2 |" in result.output
+    assert "| db/insert-row | 100.0 % [20.6, 100.0] (1/1) |" in result.output   # success per family
     # every domain of the file; the oracle needs a solution on every line
     result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--policy", "oracle",
                                  "--out", str(tmp_path / "all"), "--no-progress"])

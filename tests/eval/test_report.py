@@ -24,7 +24,9 @@ def test_macro_micro_and_failures():
     assert s["domains"]["web"]["exact"] == pytest.approx(100 / 3, abs=0.01)
     # judge: terminal mean 4.5 → 87.5; web mean 2 → 25 (one unscored, one failed row)
     assert s["domains"]["terminal"]["judge_score"] == 87.5 and s["domains"]["web"]["judge_score"] == 25.0
-    assert s["domains"]["web"]["judge_failed"] == 2
+    # one row judged and unreadable, one never sent (its prediction failed): counted apart
+    assert s["domains"]["web"]["judge_failed"] == 1 and s["domains"]["web"]["judge_not_asked"] == 1
+    assert s["domains"]["terminal"]["judge_not_asked"] == 0
     assert s["macro"]["judge_score"] == pytest.approx((87.5 + 25.0) / 2)
     assert s["micro"]["judge_score"] == pytest.approx((sum([5, 5, 4, 4, 1, 3]) / 6 - 1) / 4 * 100, abs=0.01)
     assert s["depth"]["9+"]["rows"] == 1 and s["depth"]["3-4"]["rows"] == 3

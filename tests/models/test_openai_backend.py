@@ -129,6 +129,14 @@ SSE_ERROR = (
     (Response("{not json", media_type="application/json"), "the server's answer is not valid JSON: b'{not json'"),
     (Response(b'{"choices": "\xff"}', media_type="application/json"), "the server's answer is not valid JSON"),
     (completion(5), "the server's message content is not text: 5"),
+    # a 200 answer whose JSON is not a completion at all, or whose choices are malformed
+    ([1, 2, 3], "the server answered without a completion (no choices with a message): '[1,2,3]'"),
+    (None, "the server answered without a completion (no choices with a message): 'null'"),
+    (42, "the server answered without a completion (no choices with a message): '42'"),
+    ({"id": "x", "object": "chat.completion", "choices": "many", "model": "m"},
+     "the server answered without a completion"),
+    ({"id": "x", "object": "chat.completion", "choices": [{"index": 0}], "model": "m"},
+     "the server answered without a completion"),
 ])
 async def test_error_answers_with_status_200_raise_the_servers_message(answer, message):
     with chat_stub(lambda body: answer) as (base_url, log):
@@ -149,6 +157,15 @@ async def test_error_answers_are_counted_with_the_servers_message(tmp_path):
     assert summary["failed"] == 2 and summary["errors"] == {"ModelUnavailableError": 2}
     record = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert record["error"].endswith("the server answered with an error: prompt too long")
+
+
+async def test_a_malformed_usage_is_no_count_not_a_crash():
+    answer = {**completion("hi"), "usage": {"prompt_tokens": "many", "completion_tokens": -3}}
+    with chat_stub(lambda body: answer) as (base_url, _):
+        model = load_model("served", base_url=base_url)
+        gen = await model.generate(MESSAGES, SamplingParams())
+        assert (gen.text, gen.prompt_tokens, gen.completion_tokens) == ("hi", None, None)
+        await model.aclose()
 
 
 async def test_finish_reason_and_token_counts_are_returned():

@@ -38,13 +38,24 @@ def test_gym_env_passes_the_checker():
 
     import lwm.sim.gym  # noqa: F401  (registers the ids)
 
-    env = gym.make("lwm/Terminal-v0", model=echo_model(), tasks=TASKS, max_turns=4, render_mode="ansi")
+    env = gym.make("lwm/Terminal-v0", model=echo_model(), tasks=TASKS, max_turns=4, render_mode="ansi", reward="judge")
     check_env(env.unwrapped)
     env.close()
     # The module:id form imports lwm.sim.gym itself.
     generic = gym.make("lwm.sim.gym:lwm/World-v0", domain="db", model=echo_model())
     assert generic.unwrapped.domain == "db" and generic.unwrapped.backend == "sim"
     generic.close()
+
+
+def test_a_task_without_a_verifier_is_judged_by_the_trained_verdict():
+    from lwm.sim.gym import WorldEnv
+
+    env = WorldEnv("terminal", "sim", model=echo_model(), tasks=TASKS[:1], max_turns=1)
+    env.reset()
+    _, reward, _, truncated, info = env.step(keys("touch alpha.txt\n"))
+    assert truncated and 0.0 <= info["verdict"] <= 1.0 and reward == info["verdict"]
+    assert env.episode.env.trajectory.metadata["reward_source"] == "verdict"
+    env.close()
 
 
 def test_gym_text_spaces_cover_unicode():
@@ -59,7 +70,7 @@ def test_gym_text_spaces_cover_unicode():
 def test_gym_full_episode_on_sim():
     from lwm.sim.gym import WorldEnv
 
-    env = WorldEnv("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=5, render_mode="ansi")
+    env = WorldEnv("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=5, render_mode="ansi", reward="judge")
     obs, info = env.reset(seed=7)
     again, info_again = env.reset(seed=7)
     assert (obs, info["task"]) == (again, info_again["task"])  # seeded task draw
@@ -83,7 +94,7 @@ def test_gym_full_episode_on_sim():
 def test_gym_truncation_and_a_failed_verdict():
     from lwm.sim.gym import WorldEnv
 
-    env = WorldEnv("terminal", "sim", model=echo_model(achieved=False), tasks=TASKS[:1], max_turns=2)
+    env = WorldEnv("terminal", "sim", model=echo_model(achieved=False), tasks=TASKS[:1], max_turns=2, reward="judge")
     env.reset()
     assert env.step(keys("ls\n"))[1:4] == (0.0, False, False)
     _, reward, terminated, truncated, info = env.step(keys("ls\n"))
@@ -121,7 +132,7 @@ def trl_tools(env) -> dict:
 def test_trl_factory_makes_fresh_independent_instances():
     from lwm.sim.trl import environment_factory
 
-    factory = environment_factory("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=3)
+    factory = environment_factory("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=3, reward="judge")
     a, b = factory(), factory()
     assert a is not b and type(a) is type(b) and type(a).__name__ == "TerminalWorldEnv"
     assert inspect.signature(factory).parameters == {} and callable(a.reset) and callable(a.get_reward)
@@ -141,7 +152,7 @@ def test_trl_factory_makes_fresh_independent_instances():
 def test_trl_reset_and_step_semantics():
     from lwm.sim.trl import environment_factory
 
-    factory = environment_factory("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=3)
+    factory = environment_factory("terminal", "sim", model=echo_model(), tasks=TASKS, max_turns=3, reward="judge")
     env = factory()
     row = {"prompt": [{"role": "user", "content": "Please create alpha.txt now."}]}
     env.reset(**row)
@@ -194,7 +205,7 @@ def running_server(**app_kwargs):
     pytest.importorskip("openenv")
     from lwm.sim.openenv_server import make_app
 
-    app = make_app("terminal", "sim", model=echo_model(), tasks=TASKS, **app_kwargs)
+    app = make_app("terminal", "sim", model=echo_model(), tasks=TASKS, **app_kwargs, reward="judge")
     with serve_app(app) as url:
         yield url
 

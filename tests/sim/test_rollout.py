@@ -41,7 +41,7 @@ def test_scripted_policy_on_the_real_backend_resumes(tmp_path):
 def test_simulated_rollout_then_wm2real(tmp_path):
     with vllm_style_server() as (base_url, log):
         config = RolloutConfig(out=tmp_path / "r", backend="sim", episodes=2, world_model="served", base_url=base_url,
-                               max_turns=2, controls=("empty",))
+                               max_turns=2, controls=("empty",), reward="probe")
         res = rollout(config, show_progress=False)
     assert res.failed == {} and res.episodes == 2
     trajs = list(read_trajectories(res.path))

@@ -60,7 +60,7 @@ def test_fork_is_independent():
 
 
 def test_episode_end_is_judged_and_truncation_counts():
-    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, max_turns=2)
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, max_turns=2, reward="judge")
     env.reset(Task("t", instruction="create a.txt"))
     assert env.step(keys("touch a.txt\n")).done is False
     last = env.step(keys("ls\n"))
@@ -103,7 +103,7 @@ def test_parse_verdict(text, reward):
 def test_unreadable_verdict_is_reported_not_guessed():
     v = parse_verdict("I think it worked.")
     assert v.reward is None and "no JSON verdict" in v.error
-    env = SimEnv("terminal", FunctionChatModel(lambda m: "maybe"), system_prompt=PROMPT)
+    env = SimEnv("terminal", FunctionChatModel(lambda m: "maybe"), system_prompt=PROMPT, reward="judge")
     env.reset(Task("t", instruction="x"))
     env.trajectory.turns = []
     assert env.verify() is None and "reward_error" in env.trajectory.metadata
@@ -194,7 +194,7 @@ def test_initial_observation_is_generated_when_the_task_has_none():
 
 
 def test_dense_rewards_judge_every_step():
-    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_every_step=True)
+    env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_every_step=True, reward="judge")
     env.reset(Task("t", instruction="create a.txt"), initial_observation="$")
     assert env.step(keys("touch a.txt\n")).reward == 1.0 and env.trajectory.reward == 1.0
 
@@ -213,8 +213,8 @@ def test_simulation_with_the_embedded_model():
     assert isinstance(first.observation, str) and last.done and last.truncated
     assert env.trajectory.turns[0].provenance.source == "SmolLM2-135M-Instruct-Q4_1"
     assert last.info["completion_tokens"] <= 24
-    # The reward model is the same small model: its verdict is a number in [0, 1] or, unreadable, None.
-    assert env.trajectory.reward is None or 0.0 <= env.trajectory.reward <= 1.0
+    # The default reward model, the trained verdict, gives a probability: never unreadable.
+    assert 0.0 <= env.trajectory.reward <= 1.0 and env.trajectory.metadata["reward_source"] == "verdict"
 
 
 def test_probe_verification_through_the_world_model_is_never_part_of_the_episode():
@@ -230,7 +230,7 @@ def test_probe_verification_through_the_world_model_is_never_part_of_the_episode
         return (f"<predicted_observation>root@sandbox:/app# {command}\n{output}root@sandbox:/app# "
                 "</predicted_observation>")
 
-    probe = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1)
+    probe = SimEnv("terminal", FunctionChatModel(world), system_prompt=PROMPT, max_turns=1, reward="probe")
     probe.reset(Task("p", instruction="write 42 to out.txt", check=Check("cat /app/out.txt", "42", "equals")),
                 initial_observation="root@sandbox:/app#")
     end = probe.step(keys("touch out.txt\n"))
@@ -274,7 +274,7 @@ def test_a_probe_answer_cut_at_max_tokens_decides_nothing():
         async def generate(self, messages, sampling):
             return Generation("<predicted_observation>root@sandbox:/app# cat /app/out.txt\n4", finish_reason="length")
 
-    env = SimEnv("terminal", Cut(lambda m: ""), system_prompt=PROMPT, judge_rewards=False)
+    env = SimEnv("terminal", Cut(lambda m: ""), system_prompt=PROMPT, judge_rewards=False, reward="probe")
     env.reset(Task("p", check=Check("cat /app/out.txt", "42", "equals")), initial_observation="")
     assert env.verify() is None and "cut at max_tokens" in env.trajectory.metadata["reward_error"]
 

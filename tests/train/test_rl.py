@@ -29,7 +29,7 @@ def test_grpo_steps_in_the_simulator_save_export_and_resume(tmp_path):
     with chat_stub(world) as (url, log):
         config = RLConfig(out=tmp_path / "rl", domains=("terminal",), tasks=2, num_generations=2, prompts_per_step=1,
                           max_steps=1, max_new_tokens=8, max_turns=2, save_steps=1, world_model="stand-in",
-                          base_url=url)
+                          base_url=url, reward="probe")
         res = train_rl(config, show_progress=False)
     assert res.steps == 1 and res.adapter.is_dir() and res.adapter_gguf is not None and res.adapter_gguf.is_file()
     episodes = [json.loads(line) for line in (tmp_path / "rl" / "episodes.jsonl").read_text().splitlines()]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections.abc import Callable
 
 from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
@@ -142,3 +144,23 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one harder one-action, one multi-step.
 HELD_OUT = ("upper-variable", "count-word", "counter-class")
+
+
+def _first(task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    return solution[:1]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "sum-variable": lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
+    "upper-variable": lambda t, s: (s[0].replace(".upper()", ""),),
+    "define-function": lambda t, s: (s[0].replace("return x", "print(x") + ")",),
+    "write-file": lambda t, s: ("print(" + re.search(r"f\.write\((.*)\)", s[0]).group(1) + ")",),
+    "squares-list": lambda t, s: (re.sub(r", (\d+)\)", lambda m: f", {int(m[1]) - 1})", s[0]),),
+    "filter-evens": lambda t, s: (s[0].replace("== 0", "== 1"),),
+    "dict-build": lambda t, s: ("print(" + s[0].split(" = ")[1] + ")",),
+    "count-word": lambda t, s: ("print(" + s[0].split(" = ", 1)[1] + ")",),
+    "sum-csv": _first,
+    "json-update": _first,
+    "counter-class": _first,
+}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+from collections.abc import Callable
 
 from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.envs.base import Check, Task
@@ -195,3 +196,23 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one harder one-action, one multi-step.
 HELD_OUT = ("delete-rows", "save-count", "transfer")
+
+
+def _first(task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    return solution[:1]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "insert-row": lambda t, s: (s[0].replace("INSERT INTO people (name, age) VALUES", "SELECT")
+                                    .replace("(", "").replace(")", ""),),
+    "create-table": lambda t, s: (re.sub(r"\(.*\)", "(a TEXT, b INTEGER)", s[0]),),
+    "update-value": lambda t, s: (s[0].split(" WHERE ")[0] + ";",),
+    "delete-rows": lambda t, s: ("DELETE FROM tasks;",),
+    "increase-all": lambda t, s: (s[0].replace("price + ", ""),),
+    "save-count": lambda t, s: (s[0].replace("CREATE TABLE answer AS ", ""),),
+    "add-column": _first,
+    "create-and-fill": _first,
+    "transfer": _first,
+    "archive-rows": _first,
+}

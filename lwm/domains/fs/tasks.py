@@ -10,7 +10,9 @@ parent directories (a family relies on the latter: ``write-nested``).
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
 
 from lwm.domains.mcp.spec import call
 from lwm.domains.tasks import NAMES, WORDS, TaskFamily
@@ -135,3 +137,24 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one two-step, one three-step.
 HELD_OUT = ("make-dir", "copy-file", "organize")
+
+
+def _args(action: str) -> dict:
+    return json.loads(action)["arguments"]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "write-file": lambda t, s: (call("write_file", path="/app/wrong.txt", content=_args(s[0])["content"]),),
+    "make-dir": lambda t, s: (call("write_file", path=_args(s[0])["path"], content=""),),
+    "rename-file": lambda t, s: (call("write_file", path=_args(s[0])["destination"], content="copy"),),
+    "edit-word": lambda t, s: (call("edit_file", **_args(s[0]), dryRun=True),),
+    "copy-file": lambda t, s: (call("move_file", source=_args(s[0])["path"], destination=_args(s[1])["path"]),),
+    "find-file": lambda t, s: (call("write_file", path="/app/answer.txt",
+                                        content=_args(s[1])["content"].rsplit("/", 1)[1]),),
+    "append-line": lambda t, s: (call("write_file", path=_args(s[1])["path"],
+                                          content=_args(s[1])["content"].split("\n")[-2]),),
+    "write-nested": lambda t, s: s[1:],
+    "organize": lambda t, s: s[:2],
+    "merge-files": lambda t, s: (call("write_file", path="/app/all.txt", content="part1"),),
+}

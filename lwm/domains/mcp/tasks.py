@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 
 from lwm.domains.mcp.spec import call
 from lwm.domains.tasks import NAMES, WORDS, TaskFamily
@@ -168,3 +169,28 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one multi-step.
 HELD_OUT = ("assign-ticket", "escalate-assignee")
+
+
+def _args(action: str) -> dict:
+    return json.loads(action)["arguments"]
+
+
+def _first(task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    return solution[:1]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "create-ticket": lambda t, s: (call("create_ticket", title=_args(s[0])["title"]),),
+    "close-ticket": lambda t, s: (call("update_ticket", ticket_id=_args(s[0])["ticket_id"],
+                                            status="in_progress"),),
+    "assign-ticket": lambda t, s: (call("add_comment", ticket_id=_args(s[0])["ticket_id"], author="me",
+                                             body="assign to " + _args(s[0])["assignee"]),),
+    "comment-ticket": lambda t, s: (call("create_ticket", title=_args(s[0])["body"]),),
+    "close-by-title": lambda t, s: (call("close_ticket", ticket_id=1, resolution=_args(s[1])["resolution"]),),
+    "escalate-assignee": lambda t, s: s[:2],
+    "add-entity": lambda t, s: (s[0].replace('"entityType": "', '"entityType": "x'),),
+    "add-observation": lambda t, s: (call("create_entities", entities=[
+        {"name": "Someone", "entityType": "person", "observations": _args(s[0])["observations"][0]["contents"]}]),),
+    "relate-entities": _first,
+}

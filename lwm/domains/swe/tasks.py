@@ -9,7 +9,9 @@ failing command shows ``Exit code N`` first, so it never equals the expected out
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
 
 from lwm.domains.swe.env import GIT_INIT_SETUP
 from lwm.domains.swe.spec import format_action as call
@@ -162,3 +164,25 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one multi-step.
 HELD_OUT = ("edit-constant", "fix-and-commit")
+
+
+def _args(action: str) -> dict:
+    return json.loads(action)["arguments"]
+
+
+def _first(task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    return solution[:1]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "fix-operator": lambda t, s: (call("bash", command="rm -f test_*.py"),),
+    "find-bug": lambda t, s: (call("bash", command="git rm -q test_*.py && git commit -qm tidy"),),
+    "fix-and-commit": lambda t, s: s[:2],
+    "edit-constant": lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
+                                             content=_args(s[0])["new_string"]),),
+    "add-function": lambda t, s: (call("write", file_path=_args(s[0])["file_path"],
+                                            content=_args(s[0])["new_string"].split("\n\n\n")[1]),),
+    "commit-file": _first,
+    "rename-function": _first,
+}

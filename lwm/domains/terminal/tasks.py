@@ -9,8 +9,10 @@ a line that is exactly the text: the echoed command line never is one.
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from collections.abc import Callable
 
 from lwm.domains.tasks import NAMES, WORDS, TaskFamily
 from lwm.domains.terminal.spec import keys
@@ -170,3 +172,29 @@ FAMILIES = [
 ]
 #: Held-out families: one easy, one harder one-action, one multi-step.
 HELD_OUT = ("make-dir", "sort-unique", "backup-and-edit")
+
+
+def _typed(action: str) -> str:
+    return json.loads(action)[0]["keystrokes"]
+
+
+def _first(task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:
+    return solution[:1]
+
+
+#: Plausible wrong attempts the real verifier must fail (printing instead of writing, a wrong value, a step left out).
+WRONG: dict[str, Callable[[Task, tuple[str, ...]], tuple[str, ...]]] = {
+    "print-text": lambda t, s: (keys(_typed(s[0]).replace("\n", " > out.txt\n")),),
+    "create-file": lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),  # to the screen
+    "make-dir": lambda t, s: (keys(_typed(s[0]).replace("mkdir", "touch")),),
+    "append-line": lambda t, s: (keys(_typed(s[0]).replace(">>", ">")),),
+    "copy-file": lambda t, s: (keys(_typed(s[0]).replace("cp ", "mv ")),),
+    "rename-file": lambda t, s: (keys(_typed(s[0]).replace("mv ", "cp ")),),
+    "delete-logs": lambda t, s: (keys("rm /app/*\n"),),
+    "count-matches": lambda t, s: (keys(_typed(s[0]).split(" > ")[0] + "\n"),),
+    "sort-unique": lambda t, s: (keys("sort names.txt > sorted.txt\n"),),
+    "replace-word": lambda t, s: (keys(_typed(s[0]).replace("sed -i", "sed")),),
+    "nested-file": _first,
+    "make-script": _first,
+    "backup-and-edit": lambda t, s: s[1:],  # edits without the backup
+}

@@ -1,0 +1,235 @@
+"""Rejection-sampling fine-tuning of an agent inside the simulator (``lwm train rft``).
+
+A cheaper alternative to GRPO (:mod:`lwm.train.rl`): the policy attempts every task several
+times at a sampling temperature, the environment's reward decides which attempts succeeded,
+and the policy is fine-tuned (SFT, LoRA) on the answers of the accepted attempts — its own
+successful behaviour, made more likely. On the ``sim`` backend the world model plays the
+environment and the reward model judges (the verifier's probe by default, or the trained
+verdict of :mod:`lwm.verdict`); the only real steps are the resets that read each task's initial observation
+(counted in the summary). On ``real``, the same with the real environment and verifier:
+the reference at the same budget.
+
+The prompt of a training example is exactly the agent's prompt in evaluation
+(:func:`lwm.sim.policy.agent_messages`), the completion the answer it wrote.
+
+Output directory (resumable: re-run with the same one)::
+
+    attempts.partial.jsonl   the job journal: one trajectory per attempt
+    attempts.jsonl           every attempt, with its reward
+    data/train.jsonl         the accepted answers as prompt-completion rows
+    adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
+    lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
+    rft.json                 counts: attempts, accepted per domain and family, real steps, times
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lwm import domains
+from lwm.domains.tasks import read_task_file, task_file_digest, task_set
+from lwm.envs.base import Task
+from lwm.errors import DataNotFoundError
+from lwm.jobs import run_jobs
+from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
+from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.prediction import sim_request
+from lwm.schema import Trajectory, write_trajectories
+from lwm.sim.backends import EnvFactory
+from lwm.sim.policy import PolicySpec, agent_messages
+from lwm.sim.rollout import EpisodeJob
+
+BACKENDS = ("sim", "real")
+POLICIES = ("embedded", "embedded-warmup")
+
+
+@dataclass
+class RFTConfig:
+    """Settings of ``lwm train rft``.
+
+    Attributes:
+        out: run directory (re-run with the same one to resume).
+        domains: domains whose train task families are attempted (empty: ``terminal``,
+            or with ``tasks_file`` every domain of the file).
+        tasks: tasks per domain (train families).
+        tasks_file: attempt the tasks of this task file instead (``lwm agent curriculum``
+            writes one of the families worth training on).
+        samples: attempts per task.
+        policy: the policy that attempts and is fine-tuned: ``embedded`` (SmolLM2-135M-Instruct)
+            or ``embedded-warmup`` (the same after the world-model warm-up: the seed's full row).
+        temperature: the policy's sampling temperature.
+        max_turns: actions per attempt at most.
+        backend: ``sim`` (the world model and the reward model) or ``real``.
+        world_model: the world model of ``sim``.
+        reward: the reward source of ``sim`` (:class:`~lwm.sim.env.SimEnv`: ``auto`` is the
+            probe for tasks with a verifier, else the trained verdict).
+        threshold: an attempt is accepted when its reward is at least this.
+        max_steps: SFT optimizer steps.
+        lr: SFT learning rate.
+        lora_r: LoRA rank.
+        seed: seed of the task set and of the attempts (attempt k samples with seed + k).
+    """
+
+    out: Path
+    domains: tuple[str, ...] = ()
+    tasks: int = 32
+    tasks_file: Path | None = None
+    samples: int = 4
+    policy: str = "embedded"
+    temperature: float = 1.0
+    max_turns: int = 1
+    backend: str = "sim"
+    world_model: str = WORLD_MODEL
+    reward: str = "auto"
+    threshold: float = 0.5
+    max_steps: int = 30
+    lr: float = 1e-4
+    lora_r: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from lwm.sim.env import REWARD_SOURCES
+
+        self.out = Path(self.out)
+        self.domains = tuple(dict.fromkeys(self.domains))
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be sim or real, not {self.backend!r}")
+        if self.reward not in REWARD_SOURCES:
+            raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
+        for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 < self.threshold <= 1:
+            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+        if self.tasks_file is not None and not Path(self.tasks_file).is_file():
+            raise DataNotFoundError(f"no task file {self.tasks_file}")
+
+    def settings(self) -> dict[str, Any]:
+        """What makes two runs the same run (a resume must match)."""
+        d = asdict(self)
+        d.pop("out")
+        d["domains"] = list(self.domains)
+        d["model"] = d.pop("policy")  # the policy trained (read by lwm agent eval --policy OUT)
+        if self.tasks_file:
+            d["tasks_file"] = task_file_digest(self.tasks_file)
+        if self.backend == "real":
+            for k in ("world_model", "reward"):
+                d.pop(k)
+        return d
+
+
+def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
+    if config.tasks_file:
+        chosen = set(config.domains)
+        items = [(d, t) for d, t, _ in read_task_file(config.tasks_file) if not chosen or d in chosen]
+        if not items:
+            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)}")
+    else:
+        items = [(d, t) for d in config.domains or ("terminal",) for t, _ in task_set(d, "train", config.tasks,
+                                                                                        config.seed)]
+    return items
+
+
+def _factory(config: RFTConfig, domain: str) -> EnvFactory:
+    if config.backend == "real":
+        return EnvFactory(domain, "real")
+    return EnvFactory(domain, "sim", model=ModelSpec(config.world_model), max_turns=config.max_turns,
+                      options={"reward": config.reward, "real_start": True, "show_task": False,
+                               **sim_request("sim", None, None)})
+
+
+def accepted_examples(attempts: list[Trajectory], threshold: float) -> list[dict[str, Any]]:
+    """The SFT rows of the accepted attempts (reward ≥ ``threshold``): for every turn, the
+    agent's prompt as evaluation builds it and the answer it wrote (TRL prompt-completion)."""
+    rows = []
+    for traj in attempts:
+        if (traj.reward or 0.0) < threshold:
+            continue
+        task = Task.from_dict(traj.metadata["task_spec"])
+        said = list(traj.metadata.get("agent_answers", []))
+        spec = domains.get(traj.domain)
+        for i, answer in enumerate(said[:len(traj.turns)]):
+            prompt = agent_messages(spec, task, traj.initial_observation, said[:i],
+                                    [t.observation for t in traj.turns[:i]])
+            rows.append({"id": f"{traj.id}/turn{i + 1}", "domain": traj.domain, "family": task.family,
+                         "prompt": prompt, "completion": [{"role": "assistant", "content": answer}]})
+    return rows
+
+
+@dataclass
+class RFTResult:
+    """What ``lwm train rft`` did: where, its counts (``rft.json``), the adapter (GGUF)."""
+
+    out: Path
+    summary: dict[str, Any]
+    adapter_gguf: Path | None
+
+
+def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
+    """Sample attempts, keep the accepted ones, fine-tune the policy on them (resumable).
+
+    Raises:
+        ValueError: bad settings, or no attempt was accepted (nothing to learn from; the
+            counts are in ``rft.json``).
+        RunMismatchError: ``out`` holds a run with other settings.
+        ModelUnavailableError: a model cannot be loaded.
+    """
+    from lwm.train.rl import _export
+    from lwm.train.sft import TrainConfig, train_sft
+
+    t0 = time.monotonic()
+    tasks = _tasks(config)
+    config.out.mkdir(parents=True, exist_ok=True)
+    check_run_settings(config.out / "rft_settings.json", config.settings())
+    factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
+    items = []
+    for domain, task in tasks:
+        for k in range(config.samples):
+            policy = PolicySpec(config.policy, temperature=config.temperature, seed=config.seed + k)
+            eid = f"{domain}/{task.name}/s{k}"
+            items.append((eid, EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
+                                          metadata=(("sample", k),))))
+    report = run_jobs(items, lambda job: job(), journal=config.out / "attempts.partial.jsonl",
+                      description=f"attempts ({config.backend})", progress=show_progress)
+    attempts = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in items])]
+    write_trajectories(config.out / "attempts.jsonl", attempts)
+    previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
+    rows = accepted_examples(attempts, config.threshold)
+    accepted = [t for t in attempts if (t.reward or 0.0) >= config.threshold]
+    summary: dict[str, Any] = {
+        "settings": config.settings(), "attempts": len(attempts), "failed_attempts": report.failures,
+        "accepted": len(accepted), "examples": len(rows),
+        "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
+        "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
+        # sim: one real reset per task for its initial observation; real: every step and check
+        "real_steps": (len({(d, t.name) for d, t in tasks}) if config.backend == "sim" else
+                       sum(len(t.turns) + 1 for t in attempts)),
+        "simulated_steps": sum(len(t.turns) for t in attempts) if config.backend == "sim" else 0,
+        "sampling_seconds": round(report.seconds, 1)}
+    write_atomic(config.out / "rft.json", json.dumps(summary, indent=1) + "\n")
+    if not rows:
+        raise ValueError(f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}): nothing to "
+                         f"fine-tune on (counts in {config.out / 'rft.json'})")
+    write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows))
+    finished = previous.get("adapter_gguf")
+    if previous.get("sft_steps") == config.max_steps and previous.get("examples") == len(rows) and finished \
+            and Path(finished).is_file():  # a finished run resumed: nothing left to train
+        write_atomic(config.out / "rft.json", json.dumps(previous, indent=1) + "\n")
+        return RFTResult(config.out, previous, Path(finished))
+    sft = train_sft(TrainConfig(data=config.out / "data", out=config.out, model=config.policy, lora_r=config.lora_r,
+                                max_steps=config.max_steps, lr=config.lr, batch_size=4, max_length=1024,
+                                save_steps=max(config.max_steps, 1), seed=config.seed, resume=True),
+                    show_progress=show_progress)
+    gguf, error = _export(sft.output_dir, config.policy)
+    summary.update(sft_steps=sft.steps, sft_seconds=round(sft.seconds, 1), train_loss=sft.train_loss,
+                   adapter_gguf=str(gguf) if gguf else None, export_error=error,
+                   seconds=round(time.monotonic() - t0, 1))
+    write_atomic(config.out / "rft.json", json.dumps(summary, indent=1) + "\n")
+    return RFTResult(config.out, summary, gguf)

@@ -1,0 +1,155 @@
+"""Verdict data (lwm data verdicts): attempts, labels from the real verifier, the split by
+family, balance, resume, and bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+from conftest import needs_sandbox
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.data.verdicts import (
+    VerdictDataConfig,
+    attempts,
+    balance,
+    build_verdict_data,
+    labelled_episodes,
+    mutate,
+    task_of,
+)
+from lwm.domains.tasks import families
+from lwm.errors import RowFormatError
+from lwm.schema import Provenance, Trajectory, Turn
+from lwm.verdict import ACHIEVED, NOT_ACHIEVED
+
+
+def _family(domain, name):
+    return next(f for f in families(domain) if f.name == name)
+
+
+def test_mutate_changes_one_of_the_tasks_values_everywhere_the_solution_has_it():
+    task, solution = _family("terminal", "create-file").generate(3)
+    mutated = mutate(task, solution, random.Random(0))
+    assert mutated is not None and mutated != solution
+    assert task.check.expect in solution[0] and task.check.expect not in mutated[0]   # the word, changed
+    task, solution = _family("db", "insert-row").generate(1)
+    assert mutate(task, solution, random.Random(1)) != solution
+    # a solution that holds none of the instruction's values has no mutation
+    assert mutate(task.__class__(name="t", instruction="Do it."), ("ls",), random.Random(0)) is None
+
+
+def test_attempts_cover_the_kinds_that_apply_and_never_repeat_actions():
+    task, solution = _family("terminal", "create-file").generate(0)   # one action
+    sibling = _family("terminal", "create-file").generate(1)[1]
+    kinds = dict(attempts("terminal", task, solution, sibling, ("reference", "checked", "looked", "empty", "truncated",
+                                                                  "mutated", "sibling", "wrong", "prose"),
+                          random.Random(0)))
+    assert "truncated" not in kinds   # a one-action task has nothing to leave out
+    assert kinds["reference"] == solution and kinds["empty"] == ()
+    assert kinds["checked"][:-1] == solution and kinds["looked"][1:] == solution
+    assert json.loads(kinds["prose"][0])[0]["keystrokes"].endswith("\n")   # typed into the shell
+    assert len(set(kinds.values())) == len(kinds)
+    task, solution = _family("db", "transfer").generate(0)   # two actions
+    kinds = dict(attempts("db", task, solution, solution, ("truncated", "sibling", "prose"), random.Random(0)))
+    assert kinds["truncated"] == solution[:1]
+    assert "sibling" not in kinds   # the same actions as the reference teach nothing
+    assert not kinds["prose"][0].startswith("SELECT")
+
+
+def _traj(i, domain="db", family="insert-row", reward=1.0, kind="reference", **meta):
+    return Trajectory(id=f"{domain}/{family}-{i}/{kind}", domain=domain, task="t", system_prompt="",
+                      turns=[Turn(index=1, action="a", observation="o", provenance=Provenance(kind="real"))],
+                      reward=reward, metadata={"family": family, "episode": f"{family}-{i}", "kind": kind, **meta})
+
+
+def test_balance_keeps_every_positive_and_takes_negative_kinds_in_turn():
+    eps = [_traj(i) for i in range(4)] + [_traj(10 + i, reward=0.0, kind="empty") for i in range(6)] + \
+        [_traj(20 + i, reward=0.0, kind="mutated") for i in range(2)]
+    out = balance(eps, 1.0, seed=0)
+    assert sum(t.reward == 1.0 for t in out) == 4
+    assert Counter(t.metadata["kind"] for t in out if t.reward == 0.0) == {"empty": 2, "mutated": 2}
+    assert len(balance(eps, 2.0, seed=0)) == 12
+
+
+def test_labelled_episodes_read_real_and_replayed_simulated_episodes_and_count_what_they_skip(tmp_path):
+    real = _traj(1)
+    sim = _traj(2, reward=1.0, kind="x", backend="sim", real_reward=0.0)   # the simulator said yes, reality no
+    unlabelled = _traj(3).model_copy(update={"reward": None})
+    stranger = _traj(4, family="no-such-family")
+    held = _traj(5, domain="db", family="transfer", reward=0.0)
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("".join(t.model_dump_json() + "\n" for t in (real, sim, unlabelled, stranger, held)))
+    skipped = Counter()
+    got = labelled_episodes([path], skipped)
+    assert [(t.reward, t.metadata["split"], t.metadata["simulated"]) for t, _ in got] == \
+        [(1.0, "train", False), (0.0, "train", True), (0.0, "heldout", False)]
+    assert got[0][0].metadata["kind"] == "reference" and got[1][0].metadata["kind"] == "x"
+    assert skipped == {"no real verdict": 1, "unknown family db/no-such-family": 1}
+    # the task comes back from the family and the seed in its name
+    assert got[0][1] == _family("db", "insert-row").generate(1)[0]
+    assert task_of(stranger) is None
+    path.write_text(real.model_dump_json() + "\n" + '{"id": "x"}\n')
+    with pytest.raises(RowFormatError, match=r"episodes.jsonl:2: .*(domain|system_prompt)"):
+        labelled_episodes([path])
+
+
+def test_bad_settings_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown kind nonsense"):
+        VerdictDataConfig(out=tmp_path, kinds=("reference", "nonsense"))
+    with pytest.raises(ValueError, match="no task families for web"):
+        VerdictDataConfig(out=tmp_path, domains=("web",))
+    result = CliRunner().invoke(app, ["data", "verdicts", "--out", str(tmp_path / "v"), "--domain", "web"])
+    assert result.exit_code == 2 and "no task families for web" in result.output
+
+
+@needs_sandbox
+def test_real_episodes_are_labelled_by_the_real_verifier_split_by_family_and_resumed(tmp_path):
+    out = tmp_path / "verdicts"
+    config = VerdictDataConfig(out=out, domains=("terminal",), tasks=2, heldout_tasks=1,
+                               kinds=("reference", "checked", "empty", "mutated", "wrong", "prose"))
+    res = build_verdict_data(config, show_progress=False)
+    assert not res.failed and res.summary["unverified"] == {}
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    by_kind = {}
+    for e in episodes:
+        assert e["reward"] == e["metadata"]["label"]
+        assert all(t["provenance"]["kind"] == "real" for t in e["turns"])
+        assert (e["metadata"]["kind"] == "empty") == (not e["turns"])
+        by_kind.setdefault(e["metadata"]["kind"], set()).add(e["reward"])
+    # the verifier's labels: solutions achieve, the rest does not (the prose is typed into the shell)
+    assert by_kind["reference"] == by_kind["checked"] == {1.0}
+    assert by_kind["empty"] == by_kind["wrong"] == by_kind["prose"] == {0.0}
+    assert by_kind["mutated"] == {0.0}
+    held = {f.name for f in families("terminal", "heldout")}
+    heldout_rows = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
+    assert heldout_rows and all(r["family"] in held for r in heldout_rows)
+    trained = [json.loads(line) for name in ("train", "validation")
+               for line in (out / f"{name}.jsonl").read_text().splitlines()]
+    assert trained and not {r["family"] for r in trained} & held
+    for r in trained + heldout_rows:   # TRL prompt-completion rows with the fixed answers
+        assert r["completion"][0]["content"] == (ACHIEVED if r["label"] else NOT_ACHIEVED)
+        assert [m["role"] for m in r["prompt"]] == ["system", "user"]
+    assert sum(r["label"] for r in trained) * 2 == len(trained)   # balanced
+    again = build_verdict_data(config, show_progress=False)
+    assert again.summary["episodes"] == res.summary["episodes"]
+    assert (out / "episodes.partial.jsonl").read_text().count("\n") == 3   # nothing played twice
+
+
+def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
+    # the simulator's own episodes, labelled by their replay in the real environment: the
+    # reward model must not learn to trust the world model's optimism
+    runs = tmp_path / "episodes.jsonl"
+    said_yes = [_traj(i, reward=1.0, kind="x", backend="sim", real_reward=0.0) for i in range(3)]
+    real_yes = [_traj(10 + i, reward=1.0, kind="x", backend="real") for i in range(3)]
+    runs.write_text("".join(t.model_dump_json() + "\n" for t in said_yes + real_yes))
+    res = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
+                                               from_runs=(runs,)), show_progress=False)
+    assert res.summary["traces"] == 6 and res.summary["episodes"] == 6
+    rows = [json.loads(line) for name in ("train", "validation")
+            for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
+    assert sorted(r["label"] for r in rows) == [0, 0, 0, 1, 1, 1] and {r["kind"] for r in rows} == {"x"}
+    assert all(r["id"].endswith("/trace") for r in rows)

@@ -1,0 +1,141 @@
+"""The reward model's verdict read from probabilities (never unreadable), the backends that
+score answers, and lwm agent rewards: agreement with the real verifier, resume, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pytest
+from servers import chat_stub
+from typer.testing import CliRunner
+
+from lwm.cli import app
+from lwm.eval.rewards import RewardEvalConfig, reward_eval
+from lwm.models import load_model
+from lwm.models.base import FunctionChatModel, SamplingParams
+from lwm.models.openai_compat import OpenAIChatModel
+from lwm.schema import Provenance, Trajectory, Turn
+from lwm.sim.env import SimEnv
+from lwm.sim.reward import judge_verdict
+from lwm.verdict import ANSWERS, probability, verdict_messages
+
+MESSAGES = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Is 2 + 2 = 4? Answer."}]
+
+
+def _episode(i: int, reward: float, action: str, observation: str, family: str = "create-file") -> Trajectory:
+    from lwm.domains.tasks import families
+
+    fam = next(f for f in families("terminal") if f.name == family)
+    task, _ = fam.generate(i)
+    return Trajectory(id=f"terminal/{task.name}/x", domain="terminal", task=task.instruction, system_prompt="",
+                      turns=[Turn(index=1, action=action, observation=observation, provenance=Provenance(kind="real"))],
+                      reward=reward, metadata={"family": family, "episode": task.name, "kind": "k"})
+
+
+def test_probability_is_a_softmax_of_the_two_answers_and_refuses_neither():
+    assert probability(0.0, 0.0) == 0.5
+    assert probability(-math.inf, -1.0) == 0.0 and probability(-1.0, -math.inf) == 1.0
+    assert abs(probability(math.log(0.3), math.log(0.1)) - 0.75) < 1e-9
+    with pytest.raises(ValueError, match="neither answer"):
+        probability(-math.inf, -math.inf)
+
+
+def test_the_embedded_model_scores_answers_deterministically_and_as_it_generates():
+    model = load_model("embedded")
+    greedy = asyncio.run(model.generate(MESSAGES, SamplingParams(max_tokens=3))).text
+    first = asyncio.run(model.answer_logprobs(MESSAGES, [greedy, "Banana"]))
+    again = asyncio.run(model.answer_logprobs(MESSAGES, [greedy, "Banana"]))
+    assert first == again   # the prompt's last token is always decoded alone
+    assert first[0] > first[1] and all(lp < 0 for lp in first)   # its greedy answer is the likelier
+
+
+def test_a_verdict_is_a_probability_and_a_model_that_cannot_score_gives_none_with_the_reason():
+    traj = _episode(0, 1.0, '[{"keystrokes": "echo x\\n", "duration": 0.3}]', "x")
+    v = asyncio.run(judge_verdict(load_model("embedded"), traj))
+    assert v.error is None and 0.0 <= v.reward <= 1.0 and v.rationale.startswith("P(achieved)")
+    v = asyncio.run(judge_verdict(FunctionChatModel(lambda m: "achieved"), traj))
+    assert v.reward is None and "cannot score answers" in v.error
+
+
+def test_a_served_model_is_scored_from_the_first_tokens_top_logprobs():
+    def answer(body):
+        assert body["logprobs"] is True and body["max_tokens"] == 1
+        top = [{"token": " not", "logprob": math.log(0.6), "bytes": None},
+               {"token": "ach", "logprob": math.log(0.3), "bytes": None},
+               {"token": "Achieved", "logprob": math.log(0.05), "bytes": None},
+               {"token": "the", "logprob": math.log(0.05), "bytes": None}]
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": " not"},
+                             "logprobs": {"content": [{"token": " not", "logprob": math.log(0.6), "bytes": None,
+                                                       "top_logprobs": top}]}}]}
+
+    with chat_stub(answer) as (url, _):
+        lps = asyncio.run(OpenAIChatModel("m", url).answer_logprobs(MESSAGES, list(ANSWERS)))
+    assert abs(math.exp(lps[0]) - 0.35) < 1e-9 and abs(math.exp(lps[1]) - 0.6) < 1e-9
+    with chat_stub(lambda body: {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": "yes"}}]}) as (url, _):
+        traj = _episode(0, 1.0, "a", "o")
+        v = asyncio.run(judge_verdict(OpenAIChatModel("m", url), traj))
+    assert v.reward is None and "no log-probabilities" in v.error
+
+
+def test_the_simulators_default_reward_is_the_verdict_of_the_reward_model():
+    traj = _episode(0, 1.0, "a", "o")
+    base = load_model("embedded")
+    env = SimEnv("terminal", FunctionChatModel(lambda m: "never asked"), reward_model=base, judge_rewards=False)
+    env.restore(traj.model_copy(update={"reward": None}))
+    reward = env.verify()
+    assert 0.0 <= reward <= 1.0 and env.trajectory.metadata["reward_source"] == "verdict"
+    no_task = traj.model_copy(update={"task": "", "reward": None})
+    env.restore(no_task)
+    assert env.verify() is None and "no instruction" in env.trajectory.metadata["reward_error"]
+
+
+def test_verdict_messages_show_every_action_and_observation_cut_in_the_middle():
+    traj = _episode(0, 1.0, "a" * 2000, "line\n" * 10 + "\n\n\n")
+    text = verdict_messages(traj, max_item_chars=100)[1]["content"]
+    assert "characters cut" in text and text.count("a") < 200 and "line\n```" in text   # trailing blanks dropped
+    empty = traj.model_copy(update={"turns": []})
+    assert "took no action" in verdict_messages(empty)[1]["content"]
+
+
+def test_reward_eval_measures_each_source_per_domain_and_kind_and_resumes(tmp_path):
+    eps = [_episode(0, 1.0, '[{"keystrokes": "echo apple > notes.txt\\n", "duration": 0.3}]', "root@sandbox:/app#"),
+           _episode(1, 0.0, '[{"keystrokes": "ls\\n", "duration": 0.3}]', "root@sandbox:/app# ls"),
+           _episode(2, 0.0, '[{"keystrokes": "mkdir a\\n", "duration": 0.3}]', "", family="make-dir")]
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("".join(t.model_dump_json() + "\n" for t in eps))
+    config = RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="all", rewards=("verdict",),
+                              reward_model="embedded")
+    res = reward_eval(config, show_progress=False)
+    o = res.summary["sources"]["verdict"]["overall"]
+    assert o["episodes"] == 3 and o["real_successes"] == 1 and o["unreadable"] == 0
+    assert set(res.summary["sources"]["verdict"]["domains"]) == {"terminal"}
+    lines = [json.loads(line) for line in (tmp_path / "r" / "verdicts.partial.jsonl").read_text().splitlines()]
+    assert len(lines) == 3 and all(0.0 <= r["reward"] <= 1.0 for r in lines)
+    held = reward_eval(RewardEvalConfig(episodes=(path,), out=tmp_path / "h", reward_model="embedded"),
+                       show_progress=False)
+    assert held.summary["episodes"] == 1   # make-dir is a held-out family
+    again = reward_eval(config, show_progress=False)   # resumed: nothing judged twice
+    assert (tmp_path / "r" / "verdicts.partial.jsonl").read_text().count("\n") == 3
+    assert again.summary["sources"]["verdict"]["overall"] == o
+    assert "| verdict | 3 | 1 |" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_reward_eval_refuses_bad_input(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(_episode(0, 1.0, "a", "o").model_dump_json() + "\n")
+    with pytest.raises(ValueError, match="unknown reward source oracle"):
+        RewardEvalConfig(episodes=(path,), out=tmp_path / "r", rewards=("oracle",))
+    with pytest.raises(ValueError, match="unknown split"):
+        RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="test")
+    with pytest.raises(ValueError, match="no labelled episode of the heldout families"):
+        reward_eval(RewardEvalConfig(episodes=(path,), out=tmp_path / "r"), show_progress=False)
+    runner = CliRunner()
+    result = runner.invoke(app, ["agent", "rewards", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "no episode file" in result.output
+    result = runner.invoke(app, ["agent", "rewards", str(path), "--base-url", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 2 and "needs --reward-model" in result.output

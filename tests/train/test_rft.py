@@ -1,0 +1,112 @@
+"""The curriculum (families the policy sometimes solves) and rejection-sampling fine-tuning
+(lwm train rft): accepted answers as the agent's own prompts, a tiny task end to end with a
+real verifier and TRL's real trainer, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import needs_sandbox
+from typer.testing import CliRunner
+
+from lwm import domains
+from lwm.cli import app
+from lwm.domains.tasks import families, read_task_file, write_task_file
+from lwm.domains.terminal.spec import keys
+from lwm.envs.base import Check, Task
+from lwm.errors import DataNotFoundError
+from lwm.schema import Provenance, Trajectory, Turn
+from lwm.sim.policy import agent_messages
+from lwm.train.curriculum import choose, family_table, write_curriculum
+from lwm.train.rft import RFTConfig, accepted_examples, train_rft
+
+
+def _rate(successes, n):
+    return {"success": {"n": n, "successes": successes, "rate": successes / n, "ci95": [0, 1]}}
+
+
+def test_the_curriculum_keeps_train_families_the_policy_sometimes_solves(tmp_path):
+    summary = {"families": {"db/insert-row": _rate(3, 10), "db/create-table": _rate(0, 10),
+                            "db/update-value": _rate(10, 10), "db/delete-rows": _rate(5, 10)}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    rows = write_curriculum(tmp_path, tmp_path / "c.jsonl", low=0.05, high=0.9, tasks_per_family=4)
+    chosen = {r["family"]: r["chosen"] for r in rows}
+    # never solved: no signal; always solved: nothing to learn; held out: never trained on
+    assert chosen == {"insert-row": True, "create-table": False, "update-value": False, "delete-rows": False}
+    tasks = read_task_file(tmp_path / "c.jsonl")
+    assert len(tasks) == 4 and {t.family for _, t, _ in tasks} == {"insert-row"}
+    assert json.loads((tmp_path / "c.jsonl.json").read_text())["families"][0]["written"] == 4
+    widened = choose(family_table(summary), 0.0, 1.0)   # widening is the same call with wider bounds
+    assert sum(r["chosen"] for r in widened) == 3
+
+
+def test_the_curriculum_refuses_unknown_families_and_empty_choices(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/no-such": _rate(1, 2)}}))
+    with pytest.raises(ValueError, match="unknown family 'db/no-such'"):
+        write_curriculum(tmp_path, tmp_path / "c.jsonl")
+    (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/insert-row": _rate(0, 2)}}))
+    with pytest.raises(ValueError, match=r"no train family with a success rate in \[0.05, 0.9\]: db/insert-row 0/2"):
+        write_curriculum(tmp_path, tmp_path / "c.jsonl")
+    with pytest.raises(DataNotFoundError, match="no summary.json"):
+        write_curriculum(tmp_path / "nowhere", tmp_path / "c.jsonl")
+    (tmp_path / "summary.json").write_text(json.dumps({"episodes": 3}))
+    result = CliRunner().invoke(app, ["agent", "curriculum", str(tmp_path), "--out", str(tmp_path / "c.jsonl")])
+    assert result.exit_code == 2 and "no per-family success" in result.output
+
+
+def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
+    task, _ = families("terminal")[1].generate(0)
+    prov = Provenance(kind="simulated")
+    turns = [Turn(index=1, action=keys("ls\n"), observation="root@sandbox:/app# ls", provenance=prov),
+             Turn(index=2, action=keys("echo x > y\n"), observation="root@sandbox:/app#", provenance=prov)]
+    ok = Trajectory(id="terminal/t/s0", domain="terminal", task=task.instruction, system_prompt="",
+                    initial_observation="root@sandbox:/app#", turns=turns, reward=0.8,
+                    metadata={"task_spec": task.to_dict(), "agent_answers": ["ls", "echo x > y"]})
+    failed = ok.model_copy(update={"id": "terminal/t/s1", "reward": 0.2})
+    unknown = ok.model_copy(update={"id": "terminal/t/s2", "reward": None})
+    rows = accepted_examples([ok, failed, unknown], threshold=0.5)
+    assert [r["completion"][0]["content"] for r in rows] == ["ls", "echo x > y"]
+    spec = domains.get("terminal")
+    assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
+
+
+def test_rft_refuses_bad_settings(tmp_path):
+    for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
+                            ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend must be sim or real")):
+        with pytest.raises(ValueError, match=message):
+            RFTConfig(out=tmp_path, **kwargs)
+    with pytest.raises(DataNotFoundError, match="no task file"):
+        RFTConfig(out=tmp_path, tasks_file=tmp_path / "missing.jsonl")
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path):
+    pytest.importorskip("trl")
+    # a task every attempt achieves (its check always passes) and one none does: the real
+    # verifier decides which attempts are kept
+    always = Task(name="always", family="always", instruction="Show the files in /app.",
+                  check=Check("echo ok", "ok", "equals"))
+    never = Task(name="never", family="never", instruction="Show the files in /app.",
+                 check=Check("echo no", "yes", "equals"))
+    write_task_file(tmp_path / "tasks.jsonl", [("terminal", always, ()), ("terminal", never, ())])
+    config = RFTConfig(out=tmp_path / "rft", tasks_file=tmp_path / "tasks.jsonl", samples=2, backend="real",
+                       max_steps=1, temperature=1.0)
+    res = train_rft(config, show_progress=False)
+    s = res.summary
+    assert s["attempts"] == 4 and s["accepted"] == 2 and s["accepted_by_family"] == {"terminal/always": 2}
+    assert s["real_steps"] == sum(1 + len(json.loads(line)["turns"]) for line in
+                                  (tmp_path / "rft" / "attempts.jsonl").read_text().splitlines())
+    rows = [json.loads(line) for line in (tmp_path / "rft" / "data" / "train.jsonl").read_text().splitlines()]
+    assert rows and all(r["family"] == "always" for r in rows)
+    assert res.adapter_gguf is not None and res.adapter_gguf.is_file() and s["sft_steps"] == 1
+    again = train_rft(config, show_progress=False)   # resumed: no attempt is played twice
+    assert again.summary["attempts"] == 4
+    assert (tmp_path / "rft" / "attempts.partial.jsonl").read_text().count("\n") == 4
+    none = RFTConfig(out=tmp_path / "none", tasks_file=tmp_path / "tasks.jsonl", domains=("terminal",), samples=1,
+                     backend="real", threshold=1.0)
+    write_task_file(tmp_path / "never.jsonl", [("terminal", never, ())])
+    none.tasks_file = tmp_path / "never.jsonl"
+    with pytest.raises(ValueError, match="no attempt of 1 was accepted"):
+        train_rft(none, show_progress=False)
