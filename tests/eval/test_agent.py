@@ -202,7 +202,7 @@ def test_a_task_file_written_edited_and_played(tmp_path):
     # the Markdown table on stdout keeps one row a line (not wrapped at 80 columns); no answers: "—"
     assert "| domain | success ± 95% CI | unknown verdicts | broken episodes | valid actions | well-formed answers |" \
         in result.output and "| all | 100.0 % [34.2, 100.0] (2/2) | 0 | 0 | 1.0 | — | 0 | 1.0 | 2 |" in result.output
-    assert "| db/insert-row | 100.0 % [20.6, 100.0] (1/1) |" in result.output   # success per family
+    assert "| db/delete-rows | 100.0 % [20.6, 100.0] (1/1) |" in result.output   # success per family
     # every domain of the file; the oracle needs a solution on every line
     result = runner.invoke(app, ["agent", "eval", "--tasks-file", str(tasks), "--policy", "oracle",
                                  "--out", str(tmp_path / "all"), "--no-progress"])
