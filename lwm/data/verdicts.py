@@ -60,8 +60,9 @@ from typing import Any
 from lwm import domains
 from lwm.domains.tasks import NAMES, WORDS, families, task_domains, task_set, wrong_attempt
 from lwm.envs.base import Task
+from lwm.envs.episode import Script, ScriptedPolicy, play_episode
 from lwm.envs.recorded import RealBackendEnv
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, EpisodeBrokenError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.schema import Trajectory, read_trajectories
@@ -222,20 +223,19 @@ class _TaskJob:
         episodes, unverified = [], []
         try:
             for kind, actions in self.plays:
-                t0 = time.monotonic()
-                env.reset(self.task)
-                for action in actions:
-                    if env.step(action).done:
-                        break
-                label = env.verify()
-                if label is None:
+                meta = {"kind": kind, "split": self.split, "task_spec": self.task.to_dict()}
+                try:  # the one episode loop, the real verifier's verdict at the end
+                    traj = play_episode(env, ScriptedPolicy([Script(self.task, actions)]), self.task,
+                                        max_turns=len(actions), close=False, metadata=meta,
+                                        episode_id=f"{self.domain}/{self.task.name}/{kind}")
+                except EpisodeBrokenError as e:  # a failure; the next attempt needs a fresh sandbox
+                    traj = e.trajectory
+                    env.close()
+                    env = RealBackendEnv(self.domain, domains.get(self.domain).make_env())
+                if traj.reward is None:
                     unverified.append(kind)
                     continue
-                traj = env.trajectory.model_copy(deep=True)
-                traj.id = f"{self.domain}/{self.task.name}/{kind}"
-                traj.reward = label
-                traj.metadata.update(kind=kind, split=self.split, label=label, task_spec=self.task.to_dict(),
-                                     play_seconds=round(time.monotonic() - t0, 3))
+                traj.metadata["label"] = traj.reward
                 episodes.append(traj.model_dump(mode="json"))
         finally:
             env.close()

@@ -36,8 +36,8 @@ from typing import Any
 from lwm import domains
 from lwm.domains.tasks import read_task_file, task_file_digest, task_set
 from lwm.envs.base import Task
-from lwm.envs.episode import Script
-from lwm.errors import SandboxError
+from lwm.envs.episode import Script, ScriptedPolicy, play_episode
+from lwm.errors import EpisodeBrokenError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
@@ -174,16 +174,9 @@ def replay_actions(domain: str, task: Task, actions: list[str]) -> float | None:
 
     env = RealBackendEnv(domain, domains.get(domain).make_env())
     try:
-        env.reset(task)
-        try:
-            for action in actions:
-                if env.step(action).done:
-                    break
-            return env.verify()
-        except SandboxError:  # the actions broke the sandbox: really a failure
-            return 0.0
-    finally:
-        env.close()
+        return play_episode(env, ScriptedPolicy([Script(task, tuple(actions))]), task, max_turns=len(actions)).reward
+    except EpisodeBrokenError:  # the actions broke the sandbox: really a failure
+        return 0.0
 
 
 def _tasks(config: AgentEvalConfig) -> list[tuple[str, Task, tuple[str, ...]]]:

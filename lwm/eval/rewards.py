@@ -29,6 +29,7 @@ Output directory (resumable: re-run with the same one)::
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -270,15 +271,9 @@ def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> Rewa
         summary["sources"]["verdict and probe"] = _grouped([t for t, _ in episodes], both)
     summary["seconds"] = round(time.monotonic() - t0, 1)
     summary["failed"] = report.failures
-    write_atomic(config.out / "summary.json", _json(summary))
+    write_atomic(config.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     write_atomic(config.out / "report.md", to_markdown(summary))
     return RewardEvalResult(config.out, summary, dict(report.failures))
-
-
-def _json(obj: Any) -> str:
-    import json
-
-    return json.dumps(obj, indent=1, ensure_ascii=False) + "\n"
 
 
 def _pct(x: float | None) -> str:
