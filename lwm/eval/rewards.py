@@ -68,15 +68,18 @@ class RewardSource:
     judge: ModelSpec | None = None
     show_task: bool = False
 
+    def reward_model(self) -> ModelSpec:
+        """The model that judges: ``judge``, else :func:`lwm.models.reward_model_for` the
+        source, else the world model (the probe's)."""
+        name = reward_model_for(self.reward, self.world_model.name)
+        return self.judge or (ModelSpec(name) if name else self.world_model)
+
 
 def judge_episode(source: RewardSource, traj: Trajectory, task: Task | None) -> dict[str, Any]:
     """The source's verdict on one labelled episode: ``{"reward", "error", "seconds"}``
     (``reward`` ``None`` when there is none; a model failure is an error, not raised)."""
     t0 = time.monotonic()
-    judge = source.judge
-    if judge is None and (name := reward_model_for(source.reward, source.world_model.name)):
-        judge = ModelSpec(name)
-    env = SimEnv(traj.domain, source.world_model.load(), reward_model=judge.load() if judge else None,
+    env = SimEnv(traj.domain, source.world_model.load(), reward_model=source.reward_model().load(),
                  reward=source.reward, judge_rewards=False, show_task=source.show_task)
     env.task = task
     env.restore(traj.model_copy(update={"reward": None, "metadata": {}}))
@@ -261,8 +264,7 @@ def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> Rewa
         judged[source.reward] = [r["reward"] if r else None for r in records]
         seconds = [r["seconds"] for r in records if r]
         summary["sources"][source.reward] = {
-            "reward_model": source.judge.label if source.judge else reward_model_for(source.reward, None)
-            or source.world_model.label,
+            "reward_model": source.reward_model().label,
             **_grouped([t for t, _ in episodes], judged[source.reward]),
             "seconds_per_verdict": round(sum(seconds) / len(seconds), 3) if seconds else None,
             "errors": sum(1 for r in records if r and r.get("error_text"))}
