@@ -109,5 +109,7 @@ def verdicts_cmd(
     note(f"{s['episodes']} labelled episodes ({s['traces']} from earlier runs) in {s['seconds']:.0f}s → {out}: "
          f"{ex['train']} train, {ex['validation']} validation, {ex['heldout']} held-out examples; "
          f"{sum(s['unverified'].values())} unverified, {len(res.failed)} tasks failed")
-    if res.failed:
+    if s["traces_skipped"]:
+        note(f"left out of --from: {s['traces_skipped']}", "yellow")
+    if res.failed or not s["episodes"]:
         raise typer.Exit(1)

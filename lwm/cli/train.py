@@ -166,7 +166,7 @@ def rft(
     backend: str = option(RFTConfig, "backend"),
     world_model: str = option(RFTConfig, "world_model", "--model"),
     reward: str = option(RFTConfig, "reward"),
-    threshold: float = option(RFTConfig, "threshold", min=0.0, max=1.0),
+    threshold: float = option(RFTConfig, "threshold"),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr", min=0.0),
     lora_r: int = option(RFTConfig, "lora_r", min=1),

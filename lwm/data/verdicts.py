@@ -311,7 +311,8 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
     out = []
     for path in map(Path, paths):
         if not path.is_file():
-            raise DataNotFoundError(f"no episode file {path}")
+            raise DataNotFoundError(f"{path} is a directory, not an episode file" if path.is_dir() else
+                                    f"no episode file {path}")
         for traj in read_trajectories(path):
             label = real_label(traj)
             family = traj.metadata.get("family")
@@ -386,7 +387,7 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     check_run_settings(config.out / "settings.json", config.settings())
     items = _jobs(config)
     report = run_jobs(items, lambda job: job(), journal=config.out / "episodes.partial.jsonl",
-                      concurrency=config.workers, description="verdict episodes", progress=show_progress)
+                      concurrency=config.workers, description="verdict tasks (their attempts)", progress=show_progress)
     episodes: list[Trajectory] = []
     unverified: Counter[str] = Counter()
     for item_id, _ in items:

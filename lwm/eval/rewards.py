@@ -173,7 +173,8 @@ class RewardEvalConfig:
         reward_model: the reward model of ``verdict`` and ``judge`` (default: the trained
             verdict model for ``verdict``, the base model for ``judge``): a name of
             :class:`~lwm.models.ModelSpec` or the model served at ``base_url``.
-        adapter: a LoRA adapter (GGUF) for a local reward model, e.g. one just trained.
+        adapter: a LoRA adapter (GGUF) for a local reward model, e.g. one just trained (on
+            the base model, ``embedded``, unless ``reward_model`` names another).
         world_model: the world model of ``probe``.
         base_url: the reward model's OpenAI-compatible endpoint.
         api_key: its bearer token.
@@ -203,6 +204,8 @@ class RewardEvalConfig:
             raise ValueError(f"unknown reward source {', '.join(bad)} (one of {', '.join(SOURCES)})")
         if not self.rewards:
             raise ValueError("no reward source to measure")
+        if self.adapter and not self.reward_model:  # the adapter goes on the base model
+            self.reward_model = "embedded"
         if self.base_url and not self.reward_model:
             raise ValueError("--base-url needs --reward-model: the name of the model it serves")
         if self.max_episodes is not None and self.max_episodes < 1:
@@ -246,11 +249,14 @@ def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> Rewa
     episodes = [(t, task) for t, task in labelled_episodes(config.episodes, skipped)
                 if config.split == "all" or t.metadata.get("split") == config.split]
     if not episodes:
-        raise ValueError(f"no labelled episode of the {config.split} families in "
-                         f"{', '.join(map(str, config.episodes))}")
+        which = {"heldout": "held-out families", "train": "train families", "all": "any task family"}[config.split]
+        why = "; ".join(f"{n} left out: {reason}" for reason, n in skipped.items()) or "none was left out"
+        raise ValueError(f"no labelled episode of {which} in {', '.join(map(str, config.episodes))} ({why})")
     if config.max_episodes and config.max_episodes < len(episodes):
         n = config.max_episodes
         episodes = [episodes[i * len(episodes) // n] for i in range(n)]
+    for source in config.sources():  # a model that cannot load fails the run here, not each verdict
+        source.world_model.load(), source.reward_model().load()
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(config.out / "settings.json", config.settings())
     items = [(f"{s.reward}:{t.id}", (s, t, task)) for s in config.sources() for t, task in episodes]

@@ -41,9 +41,14 @@ def family_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
         except KeyError:
             known = {}
         if name not in known:
-            raise ValueError(f"unknown family {key!r} in the agent evaluation (not a task family of {domain})")
+            raise ValueError(f"unknown family {key!r} in the agent evaluation (expected <domain>/<family> of a "
+                             "domain's task families)")
         held = name in {f.name for f in families(domain, "heldout")}
-        s = group["success"]
+        s = group.get("success") if isinstance(group, dict) else None
+        if not (isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("n", "successes"))
+                and (s.get("rate") is None or isinstance(s["rate"], (int, float)))):
+            raise ValueError(f"malformed success of {key!r} in the agent evaluation: expected "
+                             '{"success": {"n": int, "successes": int, "rate": number or null}}')
         rows.append({"domain": domain, "family": name, "n": s["n"], "successes": s["successes"], "rate": s["rate"],
                      "split": "heldout" if held else "train"})
     return rows
@@ -90,7 +95,8 @@ def write_curriculum(run: Path, out: Path, *, low: float = 0.05, high: float = 0
         raise DataNotFoundError(f"{run} has no summary.json (an lwm agent eval run directory)")
     rows = choose(family_table(read_json(summary_path)), low, high)
     if not any(r["chosen"] for r in rows):
-        table = ", ".join(f"{r['domain']}/{r['family']} {r['successes']}/{r['n']}" for r in rows)
+        table = ", ".join(f"{r['domain']}/{r['family']} {r['successes']}/{r['n']}"
+                          + (" (held out: never trained on)" if r["split"] == "heldout" else "") for r in rows)
         raise ValueError(f"no train family with a success rate in [{low}, {high}]: {table}")
     seen = set()
     episodes = Path(run) / "episodes.jsonl"

@@ -66,9 +66,9 @@ class RFTConfig:
         max_turns: actions per attempt at most.
         backend: ``sim`` (the world model and the reward model) or ``real``.
         world_model: the world model of ``sim``.
-        reward: the reward source of ``sim`` (:class:`~lwm.sim.env.SimEnv`: ``auto`` is the
-            probe for tasks with a verifier, else the trained verdict).
-        threshold: an attempt is accepted when its reward is at least this.
+        reward: the reward source of ``sim``: ``verdict``, ``probe``, ``judge`` or ``auto`` (the
+            probe for tasks with a verifier, else the trained verdict; :class:`~lwm.sim.env.SimEnv`).
+        threshold: an attempt is accepted when its reward is at least this, in (0, 1].
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.

@@ -153,3 +153,9 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
             for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
     assert sorted(r["label"] for r in rows) == [0, 0, 0, 1, 1, 1] and {r["kind"] for r in rows} == {"x"}
     assert all(r["id"].endswith("/trace") for r in rows)
+    # nothing usable: the reasons are said, and the command fails
+    web = tmp_path / "web.jsonl"
+    web.write_text(_traj(1, domain="web").model_dump_json() + "\n")
+    result = CliRunner().invoke(app, ["data", "verdicts", "--out", str(tmp_path / "w"), "--domain", "db", "--tasks",
+                                      "0", "--heldout-tasks", "0", "--from", str(web), "--no-progress"])
+    assert result.exit_code == 1 and "no task families in web" in result.output

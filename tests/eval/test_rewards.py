@@ -132,10 +132,22 @@ def test_reward_eval_refuses_bad_input(tmp_path):
         RewardEvalConfig(episodes=(path,), out=tmp_path / "r", rewards=("oracle",))
     with pytest.raises(ValueError, match="unknown split"):
         RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="test")
-    with pytest.raises(ValueError, match="no labelled episode of the heldout families"):
+    with pytest.raises(ValueError, match="no labelled episode of held-out families .*none was left out"):
         reward_eval(RewardEvalConfig(episodes=(path,), out=tmp_path / "r"), show_progress=False)
+    unusable = tmp_path / "unusable.jsonl"
+    unusable.write_text(_episode(0, 1.0, "a", "o").model_copy(update={"domain": "web"}).model_dump_json() + "\n")
+    with pytest.raises(ValueError, match="any task family .*1 left out: no task families in web"):
+        reward_eval(RewardEvalConfig(episodes=(unusable,), out=tmp_path / "u", split="all"), show_progress=False)
+    # an adapter alone goes on the base model, and a missing one is an error, never ignored
+    assert RewardEvalConfig(episodes=(path,), out=tmp_path / "a", adapter="x.gguf").sources()[0].judge.adapter == \
+        "x.gguf"
+    with pytest.raises(Exception, match="no adapter file at .*missing.gguf"):
+        reward_eval(RewardEvalConfig(episodes=(path,), out=tmp_path / "m", split="all",
+                                     adapter=str(tmp_path / "missing.gguf")), show_progress=False)
     runner = CliRunner()
     result = runner.invoke(app, ["agent", "rewards", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "no episode file" in result.output
+    result = runner.invoke(app, ["agent", "rewards", str(tmp_path), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "is a directory, not an episode file" in result.output
     result = runner.invoke(app, ["agent", "rewards", str(path), "--base-url", "http://127.0.0.1:9/v1"])
     assert result.exit_code == 2 and "needs --reward-model" in result.output

@@ -50,6 +50,13 @@ def test_the_curriculum_refuses_unknown_families_and_empty_choices(tmp_path):
         write_curriculum(tmp_path, tmp_path / "c.jsonl")
     with pytest.raises(DataNotFoundError, match="no summary.json"):
         write_curriculum(tmp_path / "nowhere", tmp_path / "c.jsonl")
+    for malformed in ({}, {"success": "x"}, {"success": {"n": 4, "successes": 2, "rate": "0.5"}}):
+        (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/insert-row": malformed}}))
+        with pytest.raises(ValueError, match="malformed success of 'db/insert-row'"):
+            write_curriculum(tmp_path, tmp_path / "c.jsonl")
+    (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/delete-rows": _rate(1, 1)}}))
+    with pytest.raises(ValueError, match=r"db/delete-rows 1/1 \(held out: never trained on\)"):
+        write_curriculum(tmp_path, tmp_path / "c.jsonl", low=0.0, high=1.0)
     (tmp_path / "summary.json").write_text(json.dumps({"episodes": 3}))
     result = CliRunner().invoke(app, ["agent", "curriculum", str(tmp_path), "--out", str(tmp_path / "c.jsonl")])
     assert result.exit_code == 2 and "no per-family success" in result.output
