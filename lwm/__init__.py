@@ -37,6 +37,7 @@ _EXPORTS = {
     "evaluate": "lwm.eval.runner", "run_eval": "lwm.eval.runner", "EvalConfig": "lwm.eval.runner",
     "load_rows": "lwm.eval.runner",
     "import_logs": "lwm.data.importers",
+    "import_transitions": "lwm.data.transitions",
     # the world model as an environment
     "make_env": "lwm.sim", "EnvFactory": "lwm.sim", "SimEnv": "lwm.sim", "Control": "lwm.sim",
     "ReplayCache": "lwm.sim",

@@ -109,6 +109,11 @@ class AdapterExportError(LwmError, ValueError):
     """The adapter cannot be expressed as a llama.cpp LoRA (the message says why)."""
 
 
+class UnsafePathError(LwmError, PermissionError):
+    """A directory lwm would keep its tools or models in could be someone else's (a link,
+    another owner, writable by others)."""
+
+
 class DataNotFoundError(LwmError, FileNotFoundError):
     """Expected input files are missing."""
 

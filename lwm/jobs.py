@@ -124,6 +124,7 @@ class _Run:
         if done and self.todo and description is not None:
             print(f"resuming {self.journal.parent}: {done} of {len(items)} already done", file=sys.stderr)
         self.description = description
+        self.rewarded = self.successes = 0
 
     def finish(self, item_id: str, outcome: dict | BaseException, sink: JsonlAppender) -> None:
         if isinstance(outcome, BaseException):
@@ -138,6 +139,15 @@ class _Run:
         else:
             self.report.records[item_id] = outcome
             self.report.finished += 1
+            if isinstance(outcome.get("reward"), (int, float)):
+                self.rewarded += 1
+                self.successes += outcome["reward"] >= 0.5
+
+    def status(self) -> str:
+        """This invocation so far, for a plain progress line: failures, and successes when
+        the records are episodes with a verdict."""
+        parts = [f"{self.successes}/{self.rewarded} successes"] if self.rewarded else []
+        return " · ".join([*parts, f"{len(self.report.failures)} failed"])
 
     def done(self) -> JobReport:
         self.report.seconds = time.monotonic() - self.t0
@@ -176,7 +186,8 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
     source = _ray_outcomes if executor == "ray" else _thread_outcomes
     with _exclusive(journal):
         run = _Run(items, journal, key, description, check)
-        with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress)) as step:
+        with JsonlAppender(run.journal) as sink, progress_bar(description or "", len(run.todo), bool(progress),
+                                                                  status=run.status) as step:
             for item_id, outcome in source(run.todo, work, concurrency):
                 run.finish(item_id, outcome, sink)
                 step()
@@ -245,7 +256,8 @@ async def _arun(run: _Run, work: Callable[[Any], Awaitable[dict]], concurrency: 
                     raise exc
             step()
 
-    with JsonlAppender(run.journal) as sink, progress_bar(run.description or "", len(run.todo), bool(progress)) as step:
+    with JsonlAppender(run.journal) as sink, progress_bar(run.description or "", len(run.todo), bool(progress),
+                                                                  status=run.status) as step:
         tasks = [asyncio.ensure_future(one(i, x, sink, step)) for i, x in run.todo]
         try:
             for fut in asyncio.as_completed(tasks):

@@ -123,6 +123,29 @@ def observed_change(row: BenchRow, turn: int | None = None) -> str | None:
                                 row.system_str)
 
 
+def row_prediction(row: BenchRow, prediction: Prediction) -> Prediction:
+    """The mode ``row`` is asked and drawn in: ``change`` only where the domain draws changes
+    and the row's observations have the form its renderer draws (a terminal screen, a page
+    in ``lwm``'s layout): there is an observation before the current turn to draw on, and
+    most of the row's earlier turns are drawn back from their changes (a ``clear`` now and
+    then is no reason to stop). Elsewhere, say a command's raw output after another's,
+    ``full``: a mode must never lower the score of a perfect answer.
+
+    Raises:
+        ValueError: an unknown prediction mode.
+    """
+    spec = domains.find(row.domain)
+    if check_prediction(prediction) == "full" or not (spec and spec.render_change):
+        return "full"
+    def drawn(turn: int) -> bool:   # on an observation, not on nothing
+        return bool(previous_observation(row, turn).strip()) and observed_change(row, turn) is not None
+
+    earlier = range(1, row.turn_idx)
+    if not previous_observation(row).strip() or 2 * sum(map(drawn, earlier)) < len(earlier):
+        return "full"
+    return "change"
+
+
 def change_row(row: BenchRow) -> BenchRow:
     """The row as a world model in mode ``change`` reads it: the domain's instruction added
     to the system prompt and each earlier turn's observation written as its change (kept
@@ -142,7 +165,8 @@ def change_row(row: BenchRow) -> BenchRow:
 def request(row: BenchRow, prediction: Prediction = "full", count_tokens: Callable[[str], int] | None = None,
             max_prompt_tokens: int | None = None, *, compact: bool = False) -> tuple[list[Message], list[int]]:
     """The chat messages asking for the row's current turn in mode ``prediction``
-    (:func:`lwm.prompts.build_messages` of the row, or of :func:`change_row`); with
+    (:func:`lwm.prompts.build_messages` of the row, or of :func:`change_row` where
+    :func:`row_prediction` says ``change``); with
     ``compact``, tool lists in the system prompt are one-line signatures
     (:func:`lwm.prompts.compact_tools`).
 
@@ -151,24 +175,24 @@ def request(row: BenchRow, prediction: Prediction = "full", count_tokens: Callab
     """
     if compact:
         row = row.model_copy(update={"system_str": compact_tools(row.system_str)})
-    changed = check_prediction(prediction) == "change"
+    changed = row_prediction(row, prediction) == "change"
     return build_messages(change_row(row) if changed else row, count_tokens, max_prompt_tokens)
 
 
 def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
     """The full observation of the row's current turn from what the model wrote: as it is
-    in mode ``full`` or in a domain without a renderer, else drawn by the domain's renderer
+    where :func:`row_prediction` says ``full``, else drawn by the domain's renderer
     from the previous observation (the row's ground truth before this turn: teacher
     forcing), the action and ``predicted`` (an unreadable action types nothing). An empty
     prediction stays empty: a model that wrote nothing is not credited with the previous
     observation."""
-    spec = domains.find(row.domain)
-    if check_prediction(prediction) == "full" or not (spec and spec.render_change) or not predicted.strip():
+    if row_prediction(row, prediction) == "full" or not predicted.strip():
         return predicted
-    return spec.render_change(predicted, previous_observation(row), action_of(row) or "", row.system_str)
+    render = domains.get(row.domain).render_change
+    return render(predicted, previous_observation(row), action_of(row) or "", row.system_str)
 
 
 __all__ = [
     "PREDICTIONS", "Prediction", "action_of", "change_row", "check_prediction", "full_observation", "observed_change",
-    "previous_observation", "request", "request_format",
+    "previous_observation", "request", "request_format", "row_prediction",
 ]

@@ -36,7 +36,9 @@ def build_messages(
     """
     k = row.turn_idx - 1
     history = [(row.prompt[j], row.response[j]) for j in range(k)]
-    current = row.current_prompt or row.prompt[k]
+    # exactly as the row writes it, the benchmark's closing instruction included
+    # (``current_prompt`` is the same turn without it)
+    current = row.prompt[k]
     head = [{"role": "system", "content": row.system_str}] if row.system_str else []
     dropped: list[int] = []
     if max_prompt_tokens is not None and count_tokens is not None:

@@ -81,3 +81,22 @@ def test_lint_is_clean():
     r = subprocess.run([str(ruff), "check", "lwm", "tests", "bench"], cwd=LWM.parent, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]
+
+
+#: The public API (``import lwm``): a change here is a change users see, so it is made on
+#: purpose, in this list and in docs/interfaces.md.
+PUBLIC_API = [
+    "BenchRow", "ChatModel", "Check", "CollectConfig", "Control", "Domain", "EnvFactory", "EvalConfig", "ModelSpec",
+    "Provenance", "ReplayCache", "RolloutConfig", "SamplingParams", "Sandbox", "SandboxLimits", "Script", "SimEnv",
+    "StepResult", "Task", "Trajectory", "Transition", "Turn", "collect", "evaluate", "fidelity", "import_logs",
+    "import_transitions", "load_model", "load_rows", "make_env", "observation_text", "parse_output", "play_episode",
+    "read_rows", "rollout", "rows_from_trajectory", "run_eval", "volatile_spans", "wm2real", "write_rows",
+]
+
+
+def test_the_public_api_is_locked_and_every_name_resolves():
+    import lwm
+
+    assert lwm.__all__ == PUBLIC_API
+    for name in PUBLIC_API:
+        assert getattr(lwm, name) is not None, name

@@ -108,3 +108,13 @@ def test_a_second_run_on_the_same_journal_is_refused_until_the_first_ends(tmp_pa
 
 async def _async_square(n):
     return {"n": n * n}
+
+
+def test_without_a_terminal_progress_is_plain_lines_with_successes_so_far(tmp_path, capsys):
+    """`lwm agent eval … > log 2>&1` printed nothing until the end: a log gets lines."""
+    items = [(str(n), n) for n in range(4)]
+    run_jobs(items, lambda n: {"reward": float(n % 2)}, journal=tmp_path / "j.partial.jsonl",
+             description="agent eval (real)")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("agent eval (real): 0/4 (0 %)")
+    assert lines[-1].startswith("agent eval (real): 4/4 (100 %)") and lines[-1].endswith("2/4 successes · 0 failed")

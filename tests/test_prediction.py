@@ -16,6 +16,7 @@ from lwm.prediction import (
     full_observation,
     request,
     request_format,
+    row_prediction,
 )
 from lwm.prediction import (
     observed_change as row_change,
@@ -172,6 +173,25 @@ def test_full_observation_draws_the_screen_from_the_change():
     assert full_observation(row, predicted, "change") == observation_text(row.ground_truth)
     assert full_observation(row, predicted, "full") == predicted
     assert full_observation(row, " \n", "change") == " \n"  # nothing written: no credit for the old screen
+
+
+def test_raw_command_output_is_not_a_screen_so_a_perfect_answer_stays_perfect():
+    """Third-party terminal traces often hold each command's raw output, not a screen:
+    drawing an answer onto the previous output would add that output's lines."""
+    prov = Provenance(kind="real", source="test")
+    outputs = ["a.txt\nb.txt\nc.txt", "hello world", "3 a.txt\n5 b.txt\n8 total"]
+    traj = Trajectory(id="terminal/raw/run0", domain="terminal", system_prompt="You are a Linux shell.", turns=[
+        Turn(index=i, action=keys(cmd + "\n"), observation=out, provenance=prov)
+        for i, (cmd, out) in enumerate(zip(["ls", "cat a.txt", "wc -l *"], outputs), start=1)])
+    rows = rows_from_trajectory(traj)
+    assert [row_prediction(r, "change") for r in rows] == ["full"] * 3   # turn 1: nothing to draw on
+    for row in rows:
+        truth = observation_text(row.ground_truth)
+        assert full_observation(row, truth, "change") == truth
+        assert request(row, "change") == request(row, "full")
+    # lwm's own screens keep the change mode, a cleared screen among them included
+    assert [row_prediction(terminal_row(t), "change") for t in (1, 2, 3)] == ["change"] * 3
+    assert row_prediction(terminal_row(), "full") == "full"
 
 
 def test_domains_without_a_renderer_are_the_same_in_both_modes():

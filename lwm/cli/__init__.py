@@ -15,12 +15,14 @@ from rich.console import Console
 
 from lwm.cli.common import call, fail, note, option
 from lwm.data.collect import CollectConfig
+from lwm.data.transitions import import_transitions
 from lwm.eval.agent import AgentEvalConfig
 from lwm.eval.rewards import RewardEvalConfig
 from lwm.eval.runner import EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
 from lwm.paths import run_dir
+from lwm.sim.mcp_server import McpServeConfig
 from lwm.sim.rollout import RolloutConfig
 from lwm.train.curriculum import write_curriculum
 
@@ -84,22 +86,70 @@ def collect(
 
 @app.command("import")
 def import_(
-    src: Path = typer.Argument(..., help="A log file or a directory of episodes."),
-    format: str = typer.Option(..., "--format", help="os (OSWorld-style desktop logs with accessibility trees) or "
-                               "android (AndroidWorld-style JSON)."),
+    src: Path = typer.Argument(..., help="A log file or a directory of episodes (searched recursively)."),
+    format: str = typer.Option(..., "--format", help="os (OSWorld-style desktop logs with accessibility trees), "
+                               "android (AndroidWorld-style JSON) or transitions (your own traces of any domain: "
+                               "episodes or (history, action, observation) triples as JSON or JSON Lines; "
+                               "docs/data.md)."),
+    domain: str | None = typer.Option(None, "--domain", help="With --format transitions (required): the domain "
+                                      "the traces come from, e.g. terminal or db."),
+    system_prompt: str | None = option(import_transitions, "system_prompt", "--system-prompt", metavar="TEXT|@FILE",
+                                       help_suffix="With --format transitions only; @FILE reads it from a file."),
     out: Path | None = typer.Option(None, help="Output directory (default: runs/<timestamp>/data)."),
-    strict: bool = typer.Option(False, help="Stop at the first malformed episode instead of skipping and counting it."),
+    strict: bool = typer.Option(False, help="Stop at the first malformed episode or record instead of skipping and "
+                                "counting it."),
 ) -> None:
-    """Import agent logs of domains that have no real environment here (os, android)."""
-    from lwm.data.importers import NO_REAL_ENVIRONMENT, import_logs
+    """Import agent logs and traces as trajectories and AgentWorldBench rows: os and android
+    logs (domains without a real environment here), or your own traces of any domain
+    (--format transitions --domain D). Exits 1 when nothing could be imported."""
+    from lwm.data.importers import FORMATS, NO_REAL_ENVIRONMENT, import_logs
+    from lwm.data.transitions import FORMAT as TRANSITIONS
 
+    if format not in FORMATS + (TRANSITIONS,):
+        fail(ValueError(f"--format must be one of {', '.join(FORMATS + (TRANSITIONS,))}, not {format!r}"))
+    if format == TRANSITIONS:
+        if domain is None:
+            from lwm import domains
+
+            fail(ValueError(f"--format {TRANSITIONS} needs --domain, the domain the traces come from "
+                            f"(one of {', '.join(domains.names())})"))
+        prompt = _text_or_file(system_prompt, "--system-prompt")
+    elif domain is not None or system_prompt is not None:
+        fail(ValueError(f"--domain and --system-prompt go with --format {TRANSITIONS}; --format {format} has its "
+                        "own domain and system prompt"))
     out = out or run_dir("data")
-    note(f"note: {NO_REAL_ENVIRONMENT}", "yellow")
-    res = call(import_logs, format, src, out, strict=strict)
+    if (domain or format) in ("os", "android"):
+        note(f"note: {NO_REAL_ENVIRONMENT}", "yellow")
+    if format == TRANSITIONS:
+        res = call(import_transitions, src, out, domain=domain, system_prompt=prompt, strict=strict)
+    else:
+        res = call(import_logs, format, src, out, strict=strict)
+    what = "records" if format == TRANSITIONS else "episodes"
+    if res.trajectories == 0:
+        first = res.skipped[0] if res.skipped else None
+        why = (f"{len(res.skipped)} {what} skipped, first: {first['file']}:{first['line']}: {first['reason']}"
+               if first else f"no {what} found in {src}")
+        note(f"nothing imported: {why} (see {res.manifest_path})", "red")
+        raise typer.Exit(1)
     note(f"imported {res.trajectories} trajectories, {res.turns} turns, {res.rows} rows → {res.rows_path}")
+    if format == TRANSITIONS and (empty := json.loads(res.manifest_path.read_text()).get("empty_system_prompts")):
+        note(f"{empty} trajectories have an empty system prompt ({domain}'s default needs settings): give "
+             "--system-prompt TEXT|@FILE", "yellow")
     if res.skipped or res.dropped_turns:
-        note(f"{len(res.skipped)} malformed episodes skipped, {len(res.dropped_turns)} final turns without a next "
-             f"observation dropped (see {res.manifest_path})", "yellow")
+        dropped = (f", {len(res.dropped_turns)} final turns without a next observation dropped"
+                   if format != TRANSITIONS else "")
+        note(f"{len(res.skipped)} malformed {what} skipped{dropped} (see {res.manifest_path})", "yellow")
+
+
+def _text_or_file(value: str | None, flag: str) -> str | None:
+    """``value``, or the text of the file it names after ``@`` (trailing newlines dropped);
+    exits 2 when that file cannot be read."""
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text(encoding="utf-8").rstrip("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(ValueError(f"{flag} {value}: cannot read the file ({getattr(e, 'strerror', None) or e})"))
 
 
 @app.command()
@@ -421,7 +471,8 @@ def agent_curriculum(
     note(f"wrote {sum(r['written'] for r in rows)} tasks of {sum(r['chosen'] for r in rows)} families to {out}")
 
 
-serve_app = typer.Typer(help="Serve a world model or an environment over HTTP.", no_args_is_help=True,
+serve_app = typer.Typer(help="Serve a world model or an environment over HTTP, or a tool set the world model "
+                        "answers as an MCP server.", no_args_is_help=True,
                         rich_markup_mode=None)
 app.add_typer(serve_app, name="serve")
 
@@ -454,6 +505,54 @@ def serve_env(
                    max_turns=max_turns)
 
     call(serve)
+
+
+@serve_app.command("mcp")
+def serve_mcp(
+    tools: Path | None = option(McpServeConfig, "tools", metavar="FILE"),
+    tools_from: str | None = option(McpServeConfig, "tools_from", metavar="COMMAND|URL"),
+    state: Path | None = option(McpServeConfig, "state", metavar="FILE"),
+    name: str | None = option(McpServeConfig, "name"),
+    transport: str = option(McpServeConfig, "transport", metavar="stdio|http"),
+    host: str = option(McpServeConfig, "host"),
+    port: int = option(McpServeConfig, "port", min=1, max=65535),
+    model: str | None = option(ModelSpec, "name", "--model", default=None, help_suffix=(
+        "(The world model. Default: the first model --base-url serves, else embedded-warmup.)")),
+    base_url: str | None = option(ModelSpec, "base_url"),
+    api_key: str = option(ModelSpec, "api_key", envvar="LWM_API_KEY"),
+    control: list[str] | None = option(McpServeConfig, "controls", "--control", default=None, metavar="<str>",
+                                          help_suffix="Repeat the flag for several."),
+    max_prompt_tokens: int = option(McpServeConfig, "max_prompt_tokens", min=256),
+    out: Path | None = option(McpServeConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/mcp."),
+) -> None:
+    """Serve a tool set as an MCP server whose every call the world model answers from the
+    session's history (stdio for a client that starts it; --transport http for streamable
+    HTTP); each session is recorded as a trajectory (docs/interfaces.md)."""
+    from lwm.sim.controls import Control
+    from lwm.sim.mcp_server import load_state, resolve_tools
+    from lwm.sim.mcp_server import serve_mcp as run_server
+
+    if transport not in ("stdio", "http"):
+        fail(ValueError(f"--transport must be stdio or http, not {transport!r}"))
+    out = out or run_dir("mcp")
+    config = McpServeConfig(tools=tools, tools_from=tools_from, state=state, name=name, transport=transport,
+                            host=host, port=port, controls=tuple(control or ()),
+                            max_prompt_tokens=max_prompt_tokens, out=out)
+    toolset = call(resolve_tools, config)  # a malformed file fails before the model loads
+    if state is not None:
+        call(load_state, state)
+    call(lambda: [Control.parse(c) for c in config.controls])
+    world = call(ModelSpec(_default_model(model, base_url, api_key), base_url, api_key).load)
+    where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+
+    def ready(sim) -> None:
+        recovered = f"; {sim.recorder.recovered} sessions recovered from a crash" if sim.recorder.recovered else ""
+        note(f"serving {len(sim.tools)} tools of {sim.name}, answered by {world.name}, over {where}; "
+             f"sessions recorded in {sim.recorder.path}{recovered}")
+
+    recorder = call(run_server, config, world, toolset, on_ready=ready,
+                    hint=f"the sessions so far are recorded in {out}/trajectories.jsonl")
+    note(f"{recorder.sessions} sessions recorded in {recorder.path}")
 
 
 @serve_app.command("model")

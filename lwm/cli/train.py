@@ -100,6 +100,7 @@ def rl(
         "Default: the first model --base-url serves, else embedded-warmup.")),
     base_url: str | None = option(RLConfig, "base_url"),
     api_key: str = option(RLConfig, "api_key", envvar="LWM_API_KEY"),
+    extra_body: str | None = option(RLConfig, "extra_body", default=None, help_suffix="As JSON."),
     reward: str = option(RLConfig, "reward"),
     show_task: bool = option(RLConfig, "show_task"),
     predict: str | None = option(RLConfig, "prediction", "--predict", metavar="full|change"),
@@ -124,7 +125,7 @@ def rl(
 ) -> None:
     """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
     real environment), or the world model learns fidelity; checkpoints, resume, GGUF export."""
-    from lwm.cli import _default_model
+    from lwm.cli import _default_model, _extra_body
     from lwm.train.rl import train_rl
 
     def run():
@@ -132,7 +133,8 @@ def rl(
             RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
                           tasks_file=tasks_file, max_task_steps=max_task_steps, backend=backend, world_model=world,
-                          base_url=base_url, api_key=api_key, reward=reward, show_task=show_task, prediction=predict,
+                          base_url=base_url, api_key=api_key, extra_body=_extra_body(extra_body), reward=reward,
+                          show_task=show_task, prediction=predict,
                           compact_tools=compact_tools, cache=cache,
                           max_turns=max_turns, data=data, format_weight=format_weight,
                           num_generations=num_generations, prompts_per_step=prompts_per_step, max_steps=max_steps,

@@ -59,7 +59,7 @@ from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import atomic_path, dumps, iter_jsonl, read_json, write_atomic, write_jsonl
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
-from lwm.prediction import Prediction, check_prediction, observed_change, request
+from lwm.prediction import Prediction, check_prediction, observed_change, request, row_prediction
 from lwm.progress import progress_bar
 from lwm.prompts import UNSEEN_PHRASING, rephrase
 from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
@@ -705,7 +705,7 @@ def build(config: BuildConfig, *, tokenizer: ChatTokenizer | None = None, show_p
                 row = row.model_copy(update={"system_str": rephrase(row.system_str, phrasing % UNSEEN_PHRASING)})
             messages, _ = request(row, config.prediction, compact=config.compact_tools)
             observation = observation_text(c.row.ground_truth)
-            written = observed_change(c.row) if config.prediction == "change" else observation
+            written = observed_change(c.row) if row_prediction(c.row, config.prediction) == "change" else observation
             if written is None:
                 counts["change_unrenderable"] += 1
                 continue

@@ -36,6 +36,11 @@ observation (``a11y_tree``) is kept verbatim. The observation of step *i* is its
 neither (typically the final ``status`` action) has no observation and is dropped,
 counted in the manifest.
 
+A JSON Lines file may also hold ONE JSON document (an object, or a list of objects,
+pretty-printed or not): its objects are read as lines would be, all at line 1 (episodes
+without an id are named ``<file>/<N>`` by their place in the list). Your own traces of
+any domain: :mod:`lwm.data.transitions`.
+
 Bad input is never silently dropped: a malformed episode is skipped and listed in
 ``manifest.json`` (``skipped``: episode, file, line, reason), or with ``strict=True``
 raises :class:`~lwm.errors.RowFormatError` naming the file and line.
@@ -84,12 +89,13 @@ class ImportResult:
 
     Attributes:
         out: the output directory.
-        domain: ``os`` or ``android``.
+        domain: the domain imported into: ``os`` or ``android`` (:func:`import_logs`), or
+            any registered domain (:func:`lwm.data.transitions.import_transitions`).
         trajectories: trajectories written.
         rows: AgentWorldBench rows written.
         turns: turns over all trajectories.
-        skipped: one ``{episode, file, line, reason}`` per malformed episode (line 0: the
-            whole file).
+        skipped: one ``{episode, file, line, reason}`` per malformed episode or record
+            (line 0: the whole file).
         dropped_turns: one ``{episode, turn, action, reason}`` per last step without a
             recorded next observation.
     """
@@ -271,27 +277,79 @@ def _json_object(text: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _read_lines(path: Path) -> list[tuple[int, dict | RowFormatError]]:
-    """Every non-blank line as ``(line_no, object)``, or the line's error (not raised)."""
+def _json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type (``object``, ``list``, ``string``, ``number`` …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "list", str: "string", int: "number", float: "number"}.get(type(value), "value")
+
+
+def _json_document(data: bytes, path: Path) -> list[tuple[int, int | None, Any]] | None:
+    """The file as ONE JSON document: ``[(1, None, value)]`` for an object (or any value),
+    ``(1, n, element)`` for each element of a list (``n`` 1-based); ``None`` when the file
+    is JSON Lines instead (or not UTF-8, or nested too deeply: read it line by line).
+
+    JSON Lines is recognised by its first document ending on the line it starts on (the
+    one-line file is both). A first document that spans several lines and is broken, or
+    is followed by more, gives ``[(line, None, RowFormatError)]`` at the line where that is.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    start = len(text) - len(text.lstrip(" \t\r\n"))
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as e:
+        if "\n" not in text[start : e.pos]:  # broken inside its first line: per line says which
+            return None
+        return [(e.lineno, None, RowFormatError(path, e.lineno, f"not valid JSON ({e.msg} at column {e.colno})"))]
+    except RecursionError:
+        return None
+    rest = len(text) - len(text[end:].lstrip(" \t\r\n"))
+    if rest < len(text):
+        if "\n" not in text[start:end]:
+            return None  # JSON Lines
+        line = text.count("\n", 0, rest) + 1
+        return [(line, None, RowFormatError(path, line, "a second JSON document after the first, which spans "
+                                            "several lines (give one document, or one object per line)"))]
+    if isinstance(doc, list):
+        return [(1, n, item) for n, item in enumerate(doc, start=1)]
+    return [(1, None, doc)]
+
+
+def _read_records(path: Path) -> list[tuple[int, int | None, dict | RowFormatError]]:
+    """The JSON objects of a file as ``(line, item, object)``, or the error in place of
+    the object (not raised). The whole file is tried as one JSON document first
+    (:func:`_json_document`: an object, or a list of objects numbered by ``item``);
+    otherwise every non-blank line is one object (JSON Lines; ``item`` is ``None``).
+    Line 0: the file cannot be read at all."""
     try:
         data = _read_file(path)
     except OSError as e:
-        return [(0, RowFormatError(path, 0, f"cannot read: {e.strerror or e}"))]
-    out: list[tuple[int, dict | RowFormatError]] = []
+        return [(0, None, RowFormatError(path, 0, f"cannot read: {e.strerror or e}"))]
+    doc = _json_document(data, path)
+    if doc is not None:
+        return [(ln, n, obj if isinstance(obj, (dict, RowFormatError)) else RowFormatError(
+            path, ln, f"{f'item {n}: ' if n else ''}expected a JSON object, got {_json_type(obj)}"))
+            for ln, n, obj in doc]
+    out: list[tuple[int, int | None, dict | RowFormatError]] = []
     for i, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
-            out.append((i, RowFormatError(path, i, "not valid UTF-8")))
+            out.append((i, None, RowFormatError(path, i, "not valid UTF-8")))
         except json.JSONDecodeError as e:
-            out.append((i, RowFormatError(path, i, f"not valid JSON ({e.msg} at column {e.colno})")))
+            out.append((i, None, RowFormatError(path, i, f"not valid JSON ({e.msg} at column {e.colno})")))
         except RecursionError:
-            out.append((i, RowFormatError(path, i, "nested too deeply")))
+            out.append((i, None, RowFormatError(path, i, "nested too deeply")))
         else:
-            out.append((i, obj if isinstance(obj, dict) else
-                        RowFormatError(path, i, f"expected a JSON object, got {type(obj).__name__}")))
+            out.append((i, None, obj if isinstance(obj, dict) else
+                        RowFormatError(path, i, f"expected a JSON object, got {_json_type(obj)}")))
     return out
 
 
@@ -302,14 +360,16 @@ Episode = tuple[str, int, Callable[[], Trajectory]]
 
 
 def _os_episodes(ctx: _Ctx, path: Path) -> list[Episode]:
-    lines = _read_lines(path)
+    records = _read_records(path)
+    lines = [(ln, obj) for ln, _, obj in records]
     first = next((obj for _, obj in lines if isinstance(obj, dict)), None)
-    if first is not None and isinstance(first.get("steps"), list):  # one episode per line
+    if first is not None and isinstance(first.get("steps"), list):  # one episode per line (or list item)
         stem = ctx.rel(path.with_suffix(""))
         eps: list[Episode] = []
-        for line_no, obj in lines:
-            name = str(obj.get("id") or obj.get("example_id") or obj.get("task_id") or f"{stem}/{line_no}") \
-                if isinstance(obj, dict) else f"{stem}/{line_no}"
+        for line_no, item, obj in records:
+            default = f"{stem}/{item or line_no}"
+            name = str(obj.get("id") or obj.get("example_id") or obj.get("task_id") or default) \
+                if isinstance(obj, dict) else default
             eps.append((name, line_no, lambda o=obj, n=name, ln=line_no: _os_from_object(ctx, path, ln, n, o)))
         return eps
     if path.name == "traj.jsonl":
@@ -498,9 +558,10 @@ def _android_episodes(ctx: _Ctx, path: Path) -> list[Episode]:
     stem = ctx.rel(path.with_suffix(""))
     if path.suffix == ".jsonl":
         return [
-            (_android_name(obj, f"{stem}/{ln}"), ln,
-             lambda o=obj, ln=ln: _android_build(ctx, path, ln, _android_name(o, f"{stem}/{ln}"), o))
-            for ln, obj in _read_lines(path)
+            (_android_name(obj, f"{stem}/{n or ln}"), ln,
+             lambda o=obj, ln=ln, n=n: _android_build(ctx, path, ln, _android_name(o, f"{stem}/{n or ln}"), o,
+                                                      f"item {n}" if n else ""))
+            for ln, n, obj in _read_records(path)
         ]
     try:
         data = json.loads(_read_file(path).decode("utf-8"))

@@ -32,7 +32,8 @@ the task is labelled achieved. Episodes whose verifier fails are counted and lef
 The split is by family, as for agents (:mod:`lwm.domains.tasks`): train families give
 ``train.jsonl`` (and a ``validation.jsonl`` of whole tasks set aside), held-out families give
 ``heldout.jsonl``, never trained on. ``train`` and ``validation`` are balanced per domain
-(negatives sampled, kinds taken in turn, down to ``negatives_per_positive`` per positive);
+(negatives sampled, kinds taken in turn, down to ``negatives_per_positive`` per positive,
+few of the kinds a model tells apart from the outset: ``easy_share``);
 ``heldout`` keeps every episode. Rows are TRL conversational prompt-completion rows
 (:func:`lwm.verdict.verdict_messages`, answer :func:`lwm.verdict.completion`), so
 ``lwm train sft --data OUT`` trains on them.
@@ -48,6 +49,7 @@ Output directory (resumable: re-run with the same one)::
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -70,6 +72,9 @@ from lwm.verdict import completion, verdict_messages
 
 KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sibling", "wrong", "wrong-checked",
          "prose")
+#: Failures a model tells apart from the outset (an episode with no action; measured: no
+#: false success even untrained); ``easy_share`` bounds their part of the training negatives.
+EASY_KINDS = frozenset({"empty"})
 #: A train-family task goes to validation when its name hashes to 0 modulo this.
 VALIDATION_EVERY = 10
 
@@ -86,6 +91,9 @@ class VerdictDataConfig:
         seed: seed of the task sets and of the mutations.
         kinds: the attempts to play per task (see the module docstring).
         negatives_per_positive: balance of ``train`` and ``validation`` per domain.
+        easy_share: at most this share of those negatives is of the kinds a model tells
+            apart from the outset (``empty``; :data:`EASY_KINDS`), more only when the other
+            kinds run out: training is spent on failures that look like successes.
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
             real run, ``metadata.real_reward`` of a replayed simulated one).
@@ -99,6 +107,7 @@ class VerdictDataConfig:
     seed: int = 0
     kinds: tuple[str, ...] = KINDS
     negatives_per_positive: float = 1.0
+    easy_share: float = 0.1
     from_runs: tuple[Path, ...] = ()
     workers: int = 2
 
@@ -116,11 +125,13 @@ class VerdictDataConfig:
             raise ValueError("tasks and heldout_tasks must be >= 0")
         if self.negatives_per_positive <= 0:
             raise ValueError(f"negatives_per_positive must be positive, got {self.negatives_per_positive}")
+        if not 0 <= self.easy_share <= 1:
+            raise ValueError(f"easy_share must be in [0, 1], got {self.easy_share}")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""
         d = asdict(self)
-        for k in ("out", "workers", "negatives_per_positive", "from_runs"):
+        for k in ("out", "workers", "negatives_per_positive", "easy_share", "from_runs"):
             d.pop(k)
         d["domains"], d["kinds"] = list(self.domains), list(self.kinds)
         return d
@@ -342,10 +353,29 @@ def example(traj: Trajectory) -> dict[str, Any]:
             "prompt": verdict_messages(traj), "completion": [{"role": "assistant", "content": completion(achieved)}]}
 
 
-def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int) -> list[Trajectory]:
+def _in_turn(by_kind: dict[str, list[Trajectory]], n: int, easy_cap: int | None = None) -> list[Trajectory]:
+    """Up to ``n`` episodes popped from the kinds in turn (sorted by name), at most
+    ``easy_cap`` of them of :data:`EASY_KINDS` (``None``: no cap)."""
+    out: list[Trajectory] = []
+    easy = 0
+
+    def open_(kind: str) -> bool:
+        return bool(by_kind[kind]) and (easy_cap is None or kind not in EASY_KINDS or easy < easy_cap)
+
+    while len(out) < n and any(map(open_, by_kind)):
+        for kind in sorted(by_kind):
+            if len(out) < n and open_(kind):
+                out.append(by_kind[kind].pop())
+                easy += kind in EASY_KINDS
+    return out
+
+
+def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int,
+            easy_share: float = 1.0) -> list[Trajectory]:
     """Per domain, every positive and at most ``negatives_per_positive`` × as many negatives,
-    taken from the kinds in turn (so that every kind of failure is represented), in a seeded
-    order."""
+    taken from the kinds in turn (so that every kind of failure is represented), at most
+    ``easy_share`` of them of :data:`EASY_KINDS` unless the other kinds run out; in a
+    seeded order."""
     rng = random.Random(seed)
     out: list[Trajectory] = []
     by_domain: dict[str, list[Trajectory]] = defaultdict(list)
@@ -360,11 +390,8 @@ def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int
         for group in neg_by_kind.values():
             rng.shuffle(group)
         want = max(1, round(len(pos) * negatives_per_positive))
-        neg: list[Trajectory] = []
-        while len(neg) < want and any(neg_by_kind.values()):
-            for kind in sorted(neg_by_kind):
-                if neg_by_kind[kind] and len(neg) < want:
-                    neg.append(neg_by_kind[kind].pop())
+        neg = _in_turn(neg_by_kind, want, easy_cap=math.ceil(want * easy_share))
+        neg += _in_turn(neg_by_kind, want - len(neg))   # the other kinds ran out
         chosen = pos + neg
         rng.shuffle(chosen)
         out += chosen
@@ -402,8 +429,9 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     splits: dict[str, list[Trajectory]] = defaultdict(list)
     for t in episodes:
         splits[_split_of(t)].append(t)
-    written = {"train": balance(splits["train"], config.negatives_per_positive, config.seed),
-               "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1),
+    written = {"train": balance(splits["train"], config.negatives_per_positive, config.seed, config.easy_share),
+               "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1,
+                                     config.easy_share),
                "heldout": splits["heldout"]}
     for name, rows in written.items():
         write_atomic(config.out / f"{name}.jsonl", "".join(dumps(example(t)) + "\n" for t in rows))
@@ -417,7 +445,7 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
         return {d: dict(sorted(c.items())) for d, c in sorted(by.items())}
 
     summary = {"settings": config.settings(), "from_runs": [str(p) for p in config.from_runs],
-               "negatives_per_positive": config.negatives_per_positive,
+               "negatives_per_positive": config.negatives_per_positive, "easy_share": config.easy_share,
                "episodes": len(episodes), "traces": len(traces), "traces_skipped": dict(skipped),
                "examples": {k: len(v) for k, v in written.items()},
                "played": counts(episodes), "written": {k: counts(v) for k, v in written.items()},

@@ -14,14 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lwm.errors import NoRealEnvironmentError
+from lwm.envs.base import invalid_action
+from lwm.errors import ActionFormatError, NoRealEnvironmentError
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 if TYPE_CHECKING:
-    from lwm.envs.base import RealEnvironment
+    from lwm.envs.base import RealEnvironment, Task
     from lwm.envs.episode import Script
 
 
@@ -83,6 +84,57 @@ def _whole_observation(probe: str, observation: str) -> str:
 
 
 @dataclass(frozen=True)
+class TaskOption:
+    """A setting a domain's tasks may carry in ``Task.options``.
+
+    Attributes:
+        name: the key.
+        values: what it takes, for people and error messages (``a number of seconds in (0, 3600]``).
+        valid: whether a value is one of those.
+    """
+
+    name: str
+    values: str
+    valid: Callable[[Any], bool]
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _argv_lists(value: Any) -> bool:
+    return isinstance(value, list) and all(_texts(v) and v for v in value)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+#: Options every domain's tasks may carry.
+COMMON_TASK_OPTIONS = (
+    TaskOption("system_prompt", "text: the world model's system prompt for this task (the sim backend)", _text),
+    TaskOption("max_turns", "a whole number >= 1: the task's own turn budget (a run's --max-turns stays the ceiling)",
+               _positive_int),
+)
+#: ``shell_setup`` of the tool-server domains: commands run in the sandbox before the server starts.
+SHELL_SETUP = TaskOption("shell_setup", "a list of argv lists of texts, run in the sandbox before the server",
+                         _argv_lists)
+
+
+class Refusal(NamedTuple):
+    """A malformed action refused: why (``reason``) and what the environment answered."""
+
+    reason: str
+    observation: str
+
+
+
+
+@dataclass(frozen=True)
 class Domain:
     """Everything ``lwm`` knows about one domain.
 
@@ -102,6 +154,13 @@ class Domain:
         reward_rubric: what counts as success in this domain, for the reward model that
             judges whether an episode achieved its task (:func:`lwm.sim.reward.judge_reward`).
         ends_episode: whether an action is the agent's "done" (e.g. the terminal's ``[]``).
+        task_options: the settings its tasks may carry in ``Task.options`` besides
+            :data:`COMMON_TASK_OPTIONS` (:meth:`check_task`).
+        invalid_answer: ``(reason, previous) -> observation | None``, what the real
+            environment answers to an action :attr:`parse_action` refuses (``reason`` is the
+            :class:`~lwm.errors.ActionFormatError`'s, ``previous`` the last observation);
+            ``None``: it takes the action anyway. The simulator answers the same
+            (:meth:`refusal`), so a malformed action looks the same in both backends.
         trivial_observation: ``(action, previous, system) -> observation``, the reference
             guess of ``lwm eval --model baseline:trivial`` (``None``: the empty guess).
         environment: ``environment(**options) -> RealEnvironment``, a fresh real
@@ -141,6 +200,8 @@ class Domain:
     rubric: str = ""
     reward_rubric: str = ""
     ends_episode: Callable[[str], bool] = _never
+    task_options: tuple[TaskOption, ...] = ()
+    invalid_answer: Callable[[str, str], str | None] = invalid_action
     trivial_observation: Callable[[str, str, str], str] | None = None
     environment: Callable[..., RealEnvironment] | None = None
     import_only: str | None = None
@@ -152,6 +213,47 @@ class Domain:
     render_change: Callable[[str, str, str, str], str] | None = None
     observed_change: Callable[[str, str, str, str], str | None] | None = None
     change_instruction: str = ""
+
+    def check_task(self, task: Task) -> None:
+        """Refuse a task this domain cannot start: an option it does not know or a value
+        of the wrong kind (a task file is refused line by line before anything is played).
+
+        >>> from lwm import domains
+        >>> from lwm.envs.base import Task
+        >>> domains.get("code").check_task(Task("t", options={"cell_timeout": "abc"}))
+        Traceback (most recent call last):
+        ...
+        ValueError: option cell_timeout='abc' of a code task: expected a number of seconds in (0, 3600]
+
+        Raises:
+            ValueError: the first problem found.
+        """
+        known = {o.name: o for o in (*COMMON_TASK_OPTIONS, *self.task_options)}
+        for name, value in task.options.items():
+            if name not in known:
+                raise ValueError(f"unknown option {name!r} of a {self.name} task; known: {', '.join(sorted(known))}")
+            if not known[name].valid(value):
+                raise ValueError(f"option {name}={value!r:.80} of a {self.name} task: expected {known[name].values}")
+
+    def refusal(self, action: str, previous: str = "") -> Refusal | None:
+        """The real environment's answer when it refuses ``action`` as malformed, or
+        ``None`` when it would take it (an import-only domain takes every action: there is
+        no real answer to give).
+
+        >>> from lwm import domains
+        >>> domains.get("terminal").refusal("ls -la").observation
+        '[invalid action] not JSON (Expecting value)'
+        >>> domains.get("terminal").refusal('[{"keystrokes": "ls"}]') is None
+        True
+        """
+        if self.import_only is not None:
+            return None
+        try:
+            self.parse_action(action)
+        except ActionFormatError as e:
+            answer = self.invalid_answer(e.reason, previous)
+            return None if answer is None else Refusal(e.reason, answer)
+        return None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):

@@ -231,8 +231,10 @@ def read_task_file(path: str | Path) -> list[tuple[str, Task, tuple[str, ...]]]:
 
     Raises:
         RowFormatError: a line that is not JSON, has unknown or missing fields, names an
-            unknown domain, holds a malformed task or solution, or repeats the name of an
-            earlier task of its domain (the file and the 1-based line are named).
+            unknown domain, holds a malformed task (a seed file outside the sandbox's
+            directories, an option its domain does not know or of the wrong kind:
+            :meth:`~lwm.domains.base.Domain.check_task`) or solution, or repeats the name
+            of an earlier task of its domain (the file and the 1-based line are named).
         DataNotFoundError: no such file, or no task in it.
     """
     from lwm import domains
@@ -254,6 +256,7 @@ def read_task_file(path: str | Path) -> list[tuple[str, Task, tuple[str, ...]]]:
             raise RowFormatError(path, line, "'task' must be an object (Task.to_dict())")
         try:
             task = Task.from_dict(obj["task"])
+            domains.get(domain).check_task(task)
         except (ValueError, TypeError) as e:
             raise RowFormatError(path, line, f"malformed task: {e}") from None
         if not isinstance(solution, list) or not all(isinstance(a, str) for a in solution):

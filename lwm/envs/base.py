@@ -7,12 +7,37 @@ observations are text in the domain's format (see ``lwm.domains``).
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from lwm.errors import ActionFormatError
+
+
+def invalid_action(reason: str, previous: str) -> str:
+    """The answer of a real environment that refuses a malformed action and has no form of
+    its own (terminal, fs, mcp, code; a domain's ``invalid_answer``): the action reaches
+    nothing, the agent reads why."""
+    return f"[invalid action] {reason}"
+
+
+#: Where seed files may go: the sandbox's private directories (``lwm.envs.sandbox``).
+SEED_DIRS = ("/root/", "/app/", "/tmp/")
+
+
+def seed_file_problem(path: Any, paths: Iterable[str] = ()) -> str | None:
+    """Why ``path`` cannot be a seed file (``Task.files``) beside ``paths``, or ``None``:
+    it must be text, absolute and normalised (no ``..``, ``.`` or ``//``) under
+    :data:`SEED_DIRS`, and not also the directory of another seed file."""
+    if not isinstance(path, str) or "\0" in path:
+        return f"seed file path {path!r} is not text"
+    if not path.startswith(SEED_DIRS) or posixpath.normpath(path) != path:
+        return f"seed file {path!r} must be a plain absolute path under /root, /app or /tmp"
+    if any(other.startswith(path + "/") for other in paths):
+        return f"seed file {path!r} is also the directory of another seed file"
+    return None
 
 
 @dataclass(frozen=True)
@@ -82,6 +107,16 @@ class Task:
     check: Check | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def turn_budget(self, ceiling: int) -> int:
+        """Actions an episode of this task may take: its own ``options["max_turns"]`` (task
+        sets from elsewhere carry one per task), never more than a run's ``ceiling``.
+
+        >>> Task("t", options={"max_turns": 3}).turn_budget(10), Task("t").turn_budget(10)
+        (3, 10)
+        """
+        own = self.options.get("max_turns")
+        return min(ceiling, own) if isinstance(own, int) and not isinstance(own, bool) and own >= 1 else ceiling
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (recorded with rollouts so that a task can be played again)."""
         return asdict(self)
@@ -93,7 +128,8 @@ class Task:
         Raises:
             ValueError: not a mapping, unknown fields, no ``name``, a field of the wrong
                 type (``setup`` a list of texts, ``files`` an object of texts, ``options`` an
-                object), or a malformed ``check``.
+                object), a seed file path the sandbox refuses (:func:`seed_file_problem`),
+                or a malformed ``check``.
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"a task is an object (Task.to_dict()), not {type(data).__name__}")
@@ -110,6 +146,9 @@ class Task:
             raise ValueError(f"a task's setup is a list of texts, not {setup!r:.80}")
         if not isinstance(files, Mapping) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError(f"a task's files are an object of {{path: text}}, not {files!r:.80}")
+        for path in files:
+            if problem := seed_file_problem(path, files):
+                raise ValueError(problem)
         if not isinstance(data.get("options", {}), Mapping):
             raise ValueError(f"a task's options are an object, not {type(data['options']).__name__}")
         data = dict(data)

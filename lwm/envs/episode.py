@@ -90,7 +90,8 @@ def play_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
         env: the environment (closed at the end unless ``close`` is false).
         policy: the agent.
         task: the task.
-        max_turns: steps at most.
+        max_turns: steps at most (fewer where the task sets its own budget:
+            :meth:`~lwm.envs.base.Task.turn_budget`).
         episode_id: the trajectory's id (default: the environment's).
         verify: ask for the verdict at the end.
         metadata: added to the trajectory's metadata (with ``policy`` and ``seconds``).
@@ -108,7 +109,7 @@ def play_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turns: int,
     try:
         env.reset(task)
         try:
-            for _ in range(max_turns):
+            for _ in range(task.turn_budget(max_turns)):
                 if (pending := policy.act(task, env.trajectory)) is None:
                     break
                 done, pending = env.step(pending).done, None
@@ -141,7 +142,7 @@ async def aplay_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turn
     try:
         await env.areset(task)
         try:
-            for _ in range(max_turns):
+            for _ in range(task.turn_budget(max_turns)):
                 if (pending := await act(task, env.trajectory) if act else policy.act(task, env.trajectory)) is None:
                     break
                 done, pending = (await env.astep(pending)).done, None

@@ -11,13 +11,10 @@ import hashlib
 import json
 from typing import Any
 
-from lwm.envs.base import EnvironmentBase, RealEnvironment, StepResult, Task
+from lwm.envs.base import EnvironmentBase, RealEnvironment, StepResult, Task, invalid_action
 from lwm.envs.cache import REAL_SOURCE, ReplayCache, cache_key
 from lwm.errors import ActionFormatError, CacheMissError, EnvironmentClosedError
 from lwm.schema import Provenance, Trajectory, Turn
-
-#: The observation of an action the real environment refused as malformed.
-INVALID_ACTION = "[invalid action]"
 
 
 def task_fingerprint(task: Task) -> str:
@@ -86,12 +83,13 @@ class RecordedEnv(EnvironmentBase):
         """Play ``action`` in the real environment ``real``; record it (and cache it). An
         action the environment refuses as malformed (``ActionFormatError``) reaches nothing
         and is answered ``[invalid action] <reason>`` (``info["action_error"]``), as the
-        tool-call domains answer: an agent's garbage is a turn, not a crash."""
+        tool-call domains answer: an agent's garbage is a turn, not a crash (the simulator
+        answers it the same: :meth:`lwm.domains.base.Domain.refusal`)."""
         key = self._key(action) if self.cache is not None else None
         try:
             result = real.step(action)
         except ActionFormatError as e:
-            result = StepResult(f"{INVALID_ACTION} {e.reason}", info={"action_error": e.reason})
+            result = StepResult(invalid_action(e.reason, ""), info={"action_error": e.reason})
         prov = Provenance(kind="real", source=f"{self.domain}/{type(real).__name__}", run=self.run)
         if key is not None:
             self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))

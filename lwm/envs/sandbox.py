@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwm.envs.base import seed_file_problem
 from lwm.errors import SandboxError
 
 #: Read-only system paths bound into every sandbox (those that exist on the host).
@@ -132,15 +133,6 @@ def _remove_cgroup(group: Path, timeout: float = 5.0) -> None:
             time.sleep(0.02)
 
 
-def _inside_private_dirs(path: str) -> bool:
-    # Absolute, normalized (no "..", no "//", no "."), under a private tmpfs.
-    return (
-        path.startswith(("/root/", "/app/", "/tmp/"))
-        and posixpath.normpath(path) == path
-        and "\0" not in path
-    )
-
-
 @dataclass
 class Sandbox:
     """One jail. Use as a context manager, or call :meth:`close`.
@@ -177,12 +169,10 @@ class Sandbox:
             if not os.path.exists(host):
                 raise SandboxError(f"read-only bind source {host!r} does not exist")
         for path, content in self.files.items():
-            if not _inside_private_dirs(path):
-                raise SandboxError(f"seed file {path!r} must be a plain path under /root, /app or /tmp")
+            if problem := seed_file_problem(path, self.files):
+                raise SandboxError(problem)
             if not isinstance(content, str):
                 raise SandboxError(f"seed file {path!r}: content must be text, not {type(content).__name__}")
-            if any(other.startswith(path + "/") for other in self.files):
-                raise SandboxError(f"seed file {path!r} is also the directory of another seed file")
         if sum(len(c) for c in self.files.values()) > self.limits.disk_bytes:
             raise SandboxError(f"seed files exceed the sandbox's disk ({self.limits.disk_bytes} bytes)")
         self.uid = _UID_BASE + secrets.randbelow(_UID_SPAN)

@@ -44,7 +44,7 @@ from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import EnvFactory, backend_spec
 from lwm.sim.policy import PolicySpec, valid_action
 from lwm.sim.rollout import EpisodeJob
 
@@ -208,8 +208,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         RunMismatchError: ``out`` holds an evaluation with other settings.
     """
     out = Path(config.out)
-    if config.backend not in ("real", "sim"):
-        raise ValueError(f"--backend must be real or sim for an agent evaluation, not {config.backend!r}")
+    backend_spec(config.backend, allowed=("real", "sim"))   # hybrid and replay hold no verdict to evaluate
     if config.policy == "scripted":
         raise ValueError("task families have no scripts: the policy that plays their reference solutions is 'oracle'")
     if config.policy == "oracle" and (config.policy_base_url or config.policy_adapter):

@@ -1,12 +1,17 @@
 """One self-contained HTML page for one or several run directories (``lwm report``).
 
 The page opens from disk on an offline laptop: no network, no CDN. It has, per kind of
-run, the run settings, a headline table, breakdowns (by domain, by turn depth…) with the
-runs side by side, static SVG charts; then a row viewer (``lwm eval``: action, real
-observation and each run's prediction, line diff, volatile spans shaded, filters, worst
-first, a permalink per row, rows where the runs differ one click away) and an episode
-viewer (``lwm rollout`` and ``lwm wm2real``: every step with its provenance, the reward and
-the reward model's rationale, the simulated observation beside the real one's scores).
+run, a first screen read in a minute where the kind has one (``lwm eval``: the headline,
+line F1, in one sentence against the trivial reference's on the same rows; a small table
+of the main metrics by domain, each heading saying ×100; bar charts of them on a fixed
+0–100 axis), then, behind an "All metrics" fold there, the headline table with every
+column and the breakdowns (by domain, by turn depth…) with the runs side by side and more
+static SVG charts (other kinds show these first); the run settings, folded; then a row
+viewer (``lwm eval``: action, real observation and each run's prediction, line diff,
+volatile spans shaded, filters, worst first, a permalink per row, rows where the runs
+differ one click away) and an episode viewer (``lwm rollout`` and ``lwm wm2real``: every
+step with its provenance, the reward and the reward model's rationale, the simulated
+observation beside the real one's scores).
 
 Decisions:
 
@@ -27,6 +32,11 @@ Decisions:
   few integers per row: the page already holds both texts), so the page needs no diff
   code of its own and opens a row instantly. Texts over :data:`DIFF_MAX_LINES` lines are
   not diffed (the page says so): difflib is quadratic in the worst case.
+* **Charts on a fixed scale.** A bar's length is its value against the metric's whole range
+  (0–100 for metrics ×100, 0–1 for rates: :attr:`Run.chart_max`), never against the
+  largest value drawn, so one exact row in 81 (1.23) draws a sliver, not a full bar. The
+  first screen's charts are drawn here (:func:`scale_chart`: horizontal bars, the value
+  written at each end, a reference in grey); the others with pygal, its axis fixed.
 * **Charts with pygal** (pure Python, no dependency beyond the standard library): static
   SVG inlined in the page. pygal always adds a small inline ``<script>`` (configuration
   for its optional tooltip script, which it would load from a CDN); the charts are made
@@ -85,6 +95,12 @@ FIDELITY = ("exact", "edit_similarity", "line_f1")
 KIND_TITLES = {"eval": "World-model evaluation (lwm eval)", "rollout": "Rollouts (lwm rollout)",
                "collect": "Real episodes (lwm collect)", "agent eval": "Agents (lwm agent eval)",
                "wm2real": "Simulated vs real (lwm wm2real)", "train": "Training (lwm train)"}
+#: What the numbers of a kind's first screen mean, said under its headline.
+KIND_HELP = {"eval": "Line F1: how well the predicted lines match the real observation's lines (an F1 score); "
+                     "exact: the share of rows predicted exactly (volatile spans such as times match anything); "
+                     "edit similarity: 1 − edit distance / length. All ×100: 100 is perfect. The trivial reference, "
+                     "baseline:trivial, is each domain's one-line guess that needs no model: a world model should "
+                     "beat it."}
 
 Point = tuple[float, float]
 
@@ -107,6 +123,21 @@ class Run:
             same ``join`` key are shown together.
         episodes: episode-viewer records (see :func:`_episode`).
         warnings: shown at the top of the page.
+        overview: sentences that open the kind's section (the headline in words); ``{run}``
+            stands for the run's label, text between ``**`` is shown bold.
+        main: the few columns of the first group shown first, in a small table (one line
+            per group entry and run, then ``main_total``) and, those in ``chart_metrics``,
+            as bar charts on a fixed axis; with ``main``, the wide tables are folded under
+            "All metrics".
+        main_total: the last line of the small table, ``(name, {column: value})`` (e.g.
+            the mean over domains).
+        heads: column headings (the unit included, e.g. ``"line F1 ×100"``); others are
+            the column name.
+        references: a main column → ``(column, name)`` of a reference's value on the same
+            entries, drawn beside it in its chart (e.g. the trivial guess's line F1).
+        chart_max: the top of every bar chart's value axis, fixed (100 for metrics ×100, 1
+            for rates), so that a small value draws a small bar; None scales it to the
+            values. A value above it widens the axis.
         kind, path, label: set by :func:`load_run` and :func:`write_html_report`.
     """
 
@@ -119,6 +150,12 @@ class Run:
     rows: list[dict[str, Any]] = field(default_factory=list)
     episodes: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    overview: list[str] = field(default_factory=list)
+    main: tuple[str, ...] = ()
+    main_total: tuple[str, dict[str, Any]] | None = None
+    heads: dict[str, str] = field(default_factory=dict)
+    references: dict[str, tuple[str, str]] = field(default_factory=dict)
+    chart_max: float | None = None
     kind: str = ""
     path: Path = Path()
     label: str = ""
@@ -215,19 +252,42 @@ def _find_data(path: Path, recorded: str | None) -> Path | None:
     return None
 
 
-def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[list[dict], list[str]]:
+def _score_trivial(records: list[dict], truth: dict[str, Any]) -> int:
+    """Score ``baseline:trivial`` beside each prediction of a run that did not record it (no
+    record has ``trivial_fidelity``: a run written before lwm did), as
+    :func:`lwm.eval.runner.score_rows` scores it when a run ends, on the rows in ``truth``
+    (join key → row); the records are completed in memory. Returns how many were scored."""
+    from lwm.eval.runner import row_key, score_rows
+
+    if any("trivial_fidelity" in r for r in records):
+        return 0
+    scored = 0
+    for rec in records:
+        row = truth.get(rec["key"].split("-", 1)[-1])
+        if row is None or rec.get("error") is not None or rec.get("observation") is None:
+            continue
+        (again,) = score_rows([row], {row_key(0, row): rec}, {})
+        if "trivial_fidelity" in again:  # absent where the row has no action the guess can read
+            rec["trivial_fidelity"] = again["trivial_fidelity"]
+            scored += 1
+    return scored
+
+
+def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[list[dict], list[str], int | None]:
     """Row-viewer records of an eval run, with the action and real observation read from the data it
-    recorded (``recorded``)."""
+    recorded (``recorded``); the warnings; how many records :func:`_score_trivial` completed (None:
+    the data is not found)."""
     # lwm.eval.report and .runner are imported here: they may write this report when a run ends.
     from lwm.eval.report import _depth
     from lwm.eval.runner import load_rows, row_key
 
-    warnings, truth, data = [], {}, _find_data(path, recorded)
+    warnings, truth, data, scored = [], {}, _find_data(path, recorded), None
     if data is None:
         warnings.append(f"{path}: the data this run read is not found (recorded: {recorded}); "
                         "real observations and actions are not shown")
     else:
         truth = {row_key(i, r).split("-", 1)[1]: r for i, r in enumerate(load_rows(data))}
+        scored = _score_trivial(records, truth)
     out, unmatched = [], 0
     for rec in records:
         join = rec["key"].split("-", 1)[-1]
@@ -255,7 +315,45 @@ def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[l
     if unmatched:
         warnings.append(f"{path}: {unmatched} of {len(records)} predictions have no row in {data} (the data changed "
                         "after the run?); their real observations are not shown")
-    return out, warnings
+    return out, warnings, scored
+
+
+#: Headings of the eval columns shown first (the unit said: metrics are ×100).
+_EVAL_HEADS = {"line_f1": "line F1 ×100", "trivial_line_f1": "trivial reference: line F1 ×100",
+               "exact": "exact ×100", "edit_similarity": "edit similarity ×100", "judge_score": "judge score ×100",
+               "judge_wins": "judge wins ×100"}
+
+
+def _one(v: float | None) -> str:
+    return "—" if v is None else f"{v:.1f}"
+
+
+def _eval_headline(summary: dict, model: str, scored_here: int | None) -> str:
+    """The headline of an eval run in one sentence: its line F1 against the trivial reference's on
+    the same rows (``{run}`` stands for the run's label, ``**`` marks the numbers)."""
+    domains, rows, failed = summary["domains"], summary["rows"], summary["failed"]
+    line_f1 = summary["macro"].get("line_f1")
+    if line_f1 is None:
+        return f"{{run}} ({model}): no row produced a prediction ({failed:,} of {rows:,} failed), nothing to score."
+    mean = f"mean of {len(domains)} domains" if len(domains) > 1 else f"domain {next(iter(domains))}"
+    head = f"Line F1 (the headline score, ×100, {mean}): **{_one(line_f1)}** for {{run}}" + (
+        f" ({model})" if model else "")
+    scored = f"{rows - failed:,} of {rows:,} rows ({failed:,} failed)" if failed else f"{rows:,} rows"
+    if model == "baseline:trivial":
+        return f"{head}, the trivial reference itself, on {scored}."
+    covered = [d for d, g in domains.items() if g.get("trivial_line_f1") is not None]
+    if not covered:
+        why = ("the data this run read is not found" if scored_here is None else
+               "no row has an action the guess can read")
+        return f"{head} on {scored}; the trivial reference (baseline:trivial) is not available: {why}."
+    note = " (scored by this report: the run did not record it)" if scored_here else ""
+    trivial = f"**{_one(summary['macro']['trivial_line_f1'])}**"
+    if len(covered) == len(domains):
+        return f"{head} against {trivial} for the trivial reference (baseline:trivial){note} on the same {scored}."
+    own = f"**{_one(sum(domains[d]['line_f1'] for d in covered) / len(covered))}**"
+    return (f"{head} on {scored}; on the rows of {', '.join(covered)} ({len(covered)} of {len(domains)} domains, "
+            f"where the trivial reference has a guess): {own} against {trivial} for the trivial reference "
+            f"(baseline:trivial){note}.")
 
 
 @run_kind("eval", "predictions.jsonl")
@@ -265,20 +363,30 @@ def _load_eval(path: Path) -> Run:
     records = [obj for _, obj in iter_jsonl(path / "predictions.jsonl")]
     info = read_json(path / "summary.json").get("run", {}) if (path / "summary.json").is_file() else (
         read_json(path / "run.json") if (path / "run.json").is_file() else {})
+    rows, warnings, scored_here = _eval_rows(path, records, info.get("data"))  # first: it may score the reference
     summary = summarize(records, info)
-    rows, warnings = _eval_rows(path, records, info.get("data"))
     model = str(info.get("model", ""))
+
+    def counts(d: dict) -> str:
+        return ", ".join(f"{k} {n}" for k, n in d.items())
+
     headline: dict[str, Any] = {"model": model, "reference": "yes" if model.startswith("baseline:") else "",
                                 "rows": summary["rows"], "failed": summary["failed"]}
     headline |= {f"macro {k}": v for k, v in summary["macro"].items()}
     headline |= {f"micro {k}": v for k, v in summary["micro"].items()}
     headline |= {"parse issue rows": sum(g["parse_issue_rows"] for g in summary["domains"].values()),
                  "truncated history rows": sum(g["truncated_history_rows"] for g in summary["domains"].values()),
-                 "errors": summary["errors"] or "", "parse issues": summary["parse_issues"] or ""}
+                 "errors": counts(summary["errors"]), "parse issues": counts(summary["parse_issues"])}
+    main = ("rows", *(("failed",) if summary["failed"] else ()),
+            *(m for m in _EVAL_HEADS if m in summary["macro"]))
     return Run(settings=info, headline=headline,
                groups={"domain": summary["domains"], "turn depth": summary["depth"]},
-               chart_metrics=("exact", "edit_similarity", "judge_score", "judge_wins"),
-               rows=rows, warnings=warnings)
+               chart_metrics=("line_f1", "exact", "edit_similarity", "judge_score", "judge_wins"),
+               rows=rows, warnings=warnings, overview=[_eval_headline(summary, model, scored_here)], main=main,
+               main_total=("all (mean of domains)" if len(summary["domains"]) > 1 else "all",
+                           {"rows": summary["rows"], "failed": summary["failed"], **summary["macro"]}),
+               heads=_EVAL_HEADS, chart_max=100,
+               references={"line_f1": ("trivial_line_f1", "trivial reference (baseline:trivial)")})
 
 
 # ------------------------------------------------------------------ rollout, wm2real
@@ -331,7 +439,7 @@ def _load_rollout(path: Path) -> Run:
     return Run(settings=settings,
                headline={**stats(trajs), "failed": len(failed), **{f"{k} steps": n for k, n in sorted(kinds.items())}},
                groups={"domain": {d: stats(ts) for d, ts in sorted(by_domain.items())}},
-               chart_metrics=("success", "mean_reward"),
+               chart_metrics=("success", "mean_reward"), chart_max=1,
                tables=[("Failed episodes", ["episode", "error"], sorted(failed.items()))] if failed else [],
                episodes=[_episode(t) for t in trajs])
 
@@ -355,7 +463,7 @@ def _load_agent_eval(path: Path) -> Run:
     return Run(settings={**summary.get("settings", {}), "backend": summary["backend"]},
                headline={**row(summary["overall"]), "failed": len(failed)},
                groups={"domain": {d: row(g) for d, g in summary["domains"].items()}},
-               chart_metrics=("success", "valid_action_rate"),
+               chart_metrics=("success", "valid_action_rate"), chart_max=1,
                tables=[("Failed episodes", ["episode", "error"], sorted(failed.items()))] if failed else [],
                episodes=[_episode(t) for t in episodes])
 
@@ -390,7 +498,8 @@ def _load_wm2real(path: Path) -> Run:
                          "m": {m: _pct(s.get(m)) for m in FIDELITY}} for s in r.get("steps", [])]}
                 for r in records]
     return Run(settings={"file": str(path / "wm2real.jsonl")}, headline=headline, groups={"turn": depth},
-               chart_metrics=("exact", "edit_similarity"), tables=[confusion] if judged else [], episodes=episodes)
+               chart_metrics=("line_f1", "exact", "edit_similarity"), chart_max=100,
+               tables=[confusion] if judged else [], episodes=episodes)
 
 
 def _join_wm2real(runs: list[Run]) -> None:
@@ -474,25 +583,93 @@ def _svg(chart: Any) -> str:
     return etree.tostring(root, encoding="unicode")
 
 
+#: Colours of the charts' series, in order; a reference is drawn in :data:`REFERENCE_COLOR`.
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+REFERENCE_COLOR = "#b4b9be"
+
+
 def _chart_config(title: str) -> Any:
     import pygal
     from pygal.style import Style
 
     style = Style(background="white", plot_background="white", font_family="sans-serif", title_font_size=14,
-                  legend_font_size=12, label_font_size=11, major_label_font_size=11,
-                  colors=("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"))
+                  legend_font_size=12, label_font_size=11, major_label_font_size=11, colors=COLORS)
     return pygal.Config(js=[], disable_xml_declaration=True, title=title, width=560, height=300, style=style,
                         legend_at_bottom=True, truncate_legend=40, truncate_label=20, max_scale=6, include_x_axis=True)
 
 
-def bar_chart(title: str, labels: list[str], bars: dict[str, list[float | None]]) -> str:
-    """A grouped bar chart as SVG: ``labels`` on the x axis, one bar per entry of ``bars`` (name → values)."""
+def bar_chart(title: str, labels: list[str], bars: dict[str, list[float | None]], top: float | None = None) -> str:
+    """A grouped bar chart as SVG: ``labels`` on the x axis, one bar per entry of ``bars`` (name → values);
+    the value axis from 0 to ``top`` (widened to a larger value) when given, else scaled to the values."""
     import pygal
 
-    chart = pygal.Bar(_chart_config(title), x_labels=labels)
+    fixed = {} if top is None else {"range": (0, max([top, *(v for vs in bars.values() for v in vs if v is not None)]))}
+    chart = pygal.Bar(_chart_config(title), x_labels=labels, **fixed)
     for name, values in bars.items():
         chart.add(name, values)
     return _svg(chart)
+
+
+def scale_chart(title: str, labels: list[str], bars: dict[str, list[float | None]], top: float = 100,
+                references: tuple[str, ...] = ()) -> str:
+    """A grouped horizontal bar chart as SVG on a fixed axis from 0 to ``top``: a value ``v``
+    draws a bar ``v / top`` of the axis long whatever the other values are, and is written
+    at its end. One line of bars per entry of ``labels``, one bar per entry of ``bars`` (name →
+    one value per label; None draws no bar); the series named in ``references`` are grey.
+    A value above ``top`` widens the axis to it."""
+    from html import escape
+
+    top = max([top, *(v for vs in bars.values() for v in vs if v is not None)])
+    width, bar_h, gap, group_gap, value_w = 420, 13, 2, 10, 46
+    label_w = min(140, 14 + 7 * max((len(label) for label in labels), default=1))
+    axis_w = width - label_w - value_w
+    colors = iter(COLORS * (len(bars) // len(COLORS) + 1))
+    color = {name: REFERENCE_COLOR if name in references else next(colors) for name in bars}
+
+    def num(v: float) -> str:
+        return f"{v:.1f}" if top >= 10 else f"{v:.2f}"
+
+    def x_of(v: float) -> float:
+        return round(label_w + axis_w * v / top, 2)
+
+    out = [f'<text class="title" x="{width / 2}" y="17" text-anchor="middle" font-size="14">{escape(title)}</text>']
+    x, y = 8.0, 38  # the legend: one entry per series, wrapped
+    for name in bars:
+        shown = name if len(name) <= 56 else name[:55] + "…"
+        size = 18 + 6.6 * len(shown) + 14
+        if x + size > width and x > 8:
+            x, y = 8.0, y + 17
+        out.append(f'<rect x="{x}" y="{y - 10}" width="11" height="11" fill="{color[name]}"/>'
+                   f'<text x="{x + 16}" y="{y}" font-size="12"><title>{escape(name)}</title>{escape(shown)}</text>')
+        x += size
+    plot_y = y + 14
+    group_h = len(bars) * bar_h + (len(bars) - 1) * gap
+    plot_h = len(labels) * (group_h + group_gap) + group_gap
+    out.append(f'<rect class="plot" x="{label_w}" y="{plot_y}" width="{axis_w}" height="{plot_h}" fill="none" '
+               f'stroke="#c5ccd3" data-top="{top:g}"/>')
+    for i in range(5):
+        v = top * i / 4
+        out.append(f'<line x1="{x_of(v)}" x2="{x_of(v)}" y1="{plot_y}" y2="{plot_y + plot_h + 4}" stroke="#e3e6e9"/>'
+                   f'<text x="{x_of(v)}" y="{plot_y + plot_h + 17}" text-anchor="middle" font-size="11" '
+                   f'fill="#5f6b76">{v:g}</text>')
+    for i, label in enumerate(labels):
+        gy = plot_y + group_gap + i * (group_h + group_gap)
+        shown = label if len(label) <= 18 else label[:17] + "…"
+        out.append(f'<text x="{label_w - 6}" y="{gy + group_h / 2 + 4}" text-anchor="end" font-size="12">'
+                   f'<title>{escape(label)}</title>{escape(shown)}</text>')
+        for j, (name, values) in enumerate(bars.items()):
+            v, by = values[i], gy + j * (bar_h + gap)
+            if v is None:
+                out.append(f'<text x="{label_w + 4}" y="{by + bar_h - 2}" font-size="11" fill="#5f6b76">'
+                           f'no value</text>')
+                continue
+            out.append(f'<rect class="bar" x="{label_w}" y="{by}" width="{x_of(v) - label_w:.2f}" height="{bar_h}" '
+                       f'fill="{color[name]}" data-value="{v:g}"><title>{escape(label)} · {escape(name)}: {num(v)}'
+                       f'</title></rect><text x="{x_of(v) + 4}" y="{by + bar_h - 2}" font-size="11">{num(v)}</text>')
+    height = plot_y + plot_h + 24
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="scale-chart" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" font-family="sans-serif" '
+            f'fill="#1d2125"><title>{escape(title)}</title>{"".join(out)}</svg>')
 
 
 def line_chart(title: str, lines: dict[str, list[Point]]) -> str:
@@ -518,12 +695,50 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return _one(v)
+    return f"{v:,}" if isinstance(v, int) else _cell(v)
+
+
+def _first_screen(runs: list[Run], group: str) -> dict[str, Any]:
+    """The small table and the fixed-scale charts of the runs' ``main`` columns of ``group``."""
+    cols = list(dict.fromkeys(c for r in runs for c in r.main))
+    heads = {k: v for r in runs for k, v in r.heads.items()}
+    names = list(dict.fromkeys(n for r in runs for n in r.groups.get(group, {})))
+    rows = [{"cells": [n, r.label, *(_num(r.groups[group][n].get(c)) for c in cols)], "total": False}
+            for n in names for r in runs if n in r.groups.get(group, {})]
+    rows += [{"cells": [r.main_total[0], r.label, *(_num(r.main_total[1].get(c)) for c in cols)], "total": True}
+             for r in runs if r.main_total]
+    top = next((r.chart_max for r in runs if r.chart_max is not None), 100)
+    charts = []
+    for m in (c for c in cols if any(c in r.chart_metrics for r in runs)):
+        bars = {r.label: [r.groups.get(group, {}).get(n, {}).get(m) for n in names] for r in runs}
+        refs: dict[str, list] = {}
+        for r in runs:
+            if m in r.references:
+                col, name = r.references[m]
+                refs[f"{r.label}: {name}"] = [r.groups.get(group, {}).get(n, {}).get(col) for n in names]
+        if len({tuple(vs) for vs in refs.values()}) == 1:  # the same rows: one reference
+            refs = {next(r.references[m][1] for r in runs if m in r.references): next(iter(refs.values()))}
+        # a reference that is one of the runs (baseline:trivial itself) is not drawn twice
+        refs = {k: vs for k, vs in refs.items() if any(v is not None for v in vs) and vs not in bars.values()}
+        if any(v is not None for vs in bars.values() for v in vs):
+            charts.append(scale_chart(f"{heads.get(m, m)} by {group}", names, bars | refs, top, tuple(refs)))
+    return {"group": group, "several": len(runs) > 1, "cols": [heads.get(c, c.replace("_", " ")) for c in cols],
+            "rows": rows, "charts": charts, "metrics": cols}
+
+
 def _section(kind: str, runs: list[Run]) -> dict[str, Any]:
-    """Tables and charts of the runs of one kind, side by side."""
+    """Tables and charts of the runs of one kind, side by side: first the overview (sentences, a
+    small table, fixed-scale charts) when a run has ``main`` columns, then the rest."""
     keys = list(dict.fromkeys(k for r in runs for k in r.settings))
     settings = [[k, *(_cell(r.settings.get(k)) for r in runs)] for k in keys]
     cols = list(dict.fromkeys(k for r in runs for k in r.headline))
     headline = [[r.label, *(_cell(r.headline.get(c)) for c in cols)] for r in runs]
+    lead = next((r for r in runs if r.main and r.groups), None)
+    first = _first_screen(runs, next(iter(lead.groups))) if lead else None
+    top = next((r.chart_max for r in runs if r.chart_max is not None), None)
     groups, charts = [], []
     for g in dict.fromkeys(g for r in runs for g in r.groups):
         names = list(dict.fromkeys(n for r in runs for n in r.groups.get(g, {})))
@@ -532,9 +747,11 @@ def _section(kind: str, runs: list[Run]) -> dict[str, Any]:
                  for n in names for r in runs if n in r.groups.get(g, {})]
         groups.append({"name": g, "cols": gcols, "rows": table, "runs": len(runs)})
         for m in dict.fromkeys(m for r in runs for m in r.chart_metrics):
+            if first and g == first["group"] and m in first["metrics"]:
+                continue  # drawn first
             bars = {r.label: [r.groups.get(g, {}).get(n, {}).get(m) for n in names] for r in runs}
             if any(v is not None for vs in bars.values() for v in vs):
-                charts.append(bar_chart(f"{m.replace('_', ' ')} by {g}", names, bars))
+                charts.append(bar_chart(f"{m.replace('_', ' ')} by {g}", names, bars, top))
     for title in dict.fromkeys(t for r in runs for t in r.series):
         lines = {(f"{r.label}: {k}" if len(runs) > 1 else k): pts
                  for r in runs for k, pts in r.series.get(title, {}).items()}
@@ -543,7 +760,8 @@ def _section(kind: str, runs: list[Run]) -> dict[str, Any]:
                "rows": [[_cell(c) for c in row] for row in rows]} for r in runs for t, header, rows in r.tables]
     return {"kind": kind, "title": KIND_TITLES.get(kind, kind), "settings": settings, "settings_runs":
             [r.label for r in runs], "headline_cols": cols, "headline": headline, "groups": groups,
-            "charts": charts, "tables": tables}
+            "charts": charts, "tables": tables, "first": first, "help": KIND_HELP.get(kind, ""),
+            "overview": [s.replace("{run}", r.label).split("**") for r in runs for s in r.overview]}
 
 
 def _labels(paths: list[Path]) -> list[str]:

@@ -32,7 +32,7 @@ from lwm.metrics import fidelity
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
-from lwm.prediction import Prediction, full_observation, request, request_format
+from lwm.prediction import Prediction, full_observation, request, request_format, row_prediction
 from lwm.schema import BenchRow, read_rows
 
 JudgeMode = Literal["score", "real", "closer"]
@@ -209,7 +209,7 @@ async def predict_rows(
             print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
                   "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
                   "a world model'); such rows are marked context_cut", file=sys.stderr)
-        written = {"change": parsed.observation} if mode == "change" else {}
+        written = {"change": parsed.observation} if row_prediction(row, mode) == "change" else {}
         return rec | {"output": gen.text, "reasoning": parsed.reasoning,
                       "observation": full_observation(row, parsed.observation, mode), **written,
                       "parse_issues": parsed.issues, "finish_reason": gen.finish_reason, "truncated": truncated,

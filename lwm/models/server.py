@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from lwm.asgi import RequestGuard
 from lwm.errors import ModelUnavailableError
 from lwm.models.embedded import (
     EMBEDDED_NAME,
@@ -23,10 +24,15 @@ from lwm.models.embedded import (
     warmup_adapter_path,
 )
 
+#: Request fields the runtime must not see: llama.cpp parses a grammar in C, and a
+#: malformed one ends the process (llama-cpp-python 0.3.36).
+REFUSED_FIELDS = {"grammar": "a llama.cpp grammar that fails to parse crashes the server; use response_format"}
+
 
 def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
                threads: int | None = None, prompt_cache_bytes: int = 1 << 30, adapter: str | Path | None = None):
-    """The ASGI app serving one GGUF model under ``name``.
+    """The ASGI app serving one GGUF model under ``name``, behind :class:`lwm.asgi.RequestGuard`
+    (bodies of at most 4 MiB, no ``grammar`` field, short errors).
 
     Args:
         model_path: a GGUF file (default: the embedded SmolLM2).
@@ -62,7 +68,7 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     if prompt_cache_bytes > 0:
         # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.
         server_app._llama_proxy._current_model.set_cache(bounded_ram_cache(prompt_cache_bytes))
-    return app
+    return RequestGuard(app, refused=REFUSED_FIELDS)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:

@@ -36,7 +36,59 @@ from lwm.sim.controls import Control
 from lwm.sim.env import DEFAULT_SAMPLING, SimEnv
 
 Backend = Literal["real", "sim", "replay", "hybrid"]
-BACKENDS = ("real", "sim", "replay", "hybrid")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a backend is: where its observations come from and what it needs. Code asks
+    the spec (:func:`backend_spec`) instead of comparing names.
+
+    Attributes:
+        name: ``real``, ``sim``, ``replay`` or ``hybrid``.
+        description: one line, for people.
+        simulates: a world model writes observations (needs one; controls apply).
+        replays: observations are read from a replay cache (needs one).
+        plays_real: actions are played in the real environment (needs the domain's).
+    """
+
+    name: str
+    description: str
+    simulates: bool
+    replays: bool
+    plays_real: bool
+
+    def needs_world_model(self, source: str | None = None) -> bool:
+        """Whether a world model must be given: to simulate, or to replay what a model
+        wrote (``source``: whose observations a replay reads; ``real`` or ``None``: the
+        real environment's)."""
+        return self.simulates or (self.replays and source not in (None, REAL_SOURCE))
+
+
+#: Every backend, by name.
+BACKEND_SPECS = {spec.name: spec for spec in (
+    BackendSpec("real", "the real environment, recorded", simulates=False, replays=False, plays_real=True),
+    BackendSpec("sim", "the world model", simulates=True, replays=False, plays_real=False),
+    BackendSpec("replay", "observations read from a replay cache", simulates=False, replays=True, plays_real=False),
+    BackendSpec("hybrid", "the cache, then the real environment, then the world model", simulates=True,
+                replays=True, plays_real=True),
+)}
+BACKENDS = tuple(BACKEND_SPECS)
+
+
+def backend_spec(name: str, allowed: tuple[str, ...] = BACKENDS) -> BackendSpec:
+    """The backend called ``name``.
+
+    >>> backend_spec("hybrid").needs_world_model(), backend_spec("replay").needs_world_model("real")
+    (True, False)
+
+    Raises:
+        ValueError: no such backend, or not one of ``allowed`` (a command that plays only
+            some of them).
+    """
+    if name not in BACKEND_SPECS or name not in allowed:
+        raise ValueError(f"unknown backend {name!r} (one of {', '.join(allowed)})" if name not in BACKEND_SPECS else
+                         f"backend {name!r} is not one this command plays (one of {', '.join(allowed)})")
+    return BACKEND_SPECS[name]
 
 
 Route = Literal["real-first", "sim-only"]
@@ -235,20 +287,17 @@ class EnvFactory:
 
     def __post_init__(self) -> None:
         spec = domains.get(self.domain)
-        if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
-        needs_model = self.backend in ("sim", "hybrid") or (self.backend == "replay" and self.source not in
-                                                             (None, REAL_SOURCE))
-        if needs_model and self.model is None:
+        backend = backend_spec(self.backend)
+        if backend.needs_world_model(self.source) and self.model is None:
             raise ValueError(f"the {self.backend} backend needs a world model (model=load_model('embedded-warmup'))")
-        if self.backend in ("replay", "hybrid") and self.cache is None:
+        if backend.replays and self.cache is None:
             raise ValueError(f"the {self.backend} backend needs a cache")
-        if self.controls and self.backend not in ("sim", "hybrid"):
+        if self.controls and not backend.simulates:
             raise ValueError(f"simulation controls change what a world model writes; the {self.backend} backend has "
                              "none to control")
         if self.route not in ROUTES:
             raise ValueError(f"unknown route {self.route!r} ({' or '.join(ROUTES)})")
-        if self.backend == "real" or (self.backend == "hybrid" and self.route == "real-first"):
+        if backend.plays_real and self.route == "real-first":
             if not spec.runnable:
                 spec.make_env()  # raises NoRealEnvironmentError with the reason
         for role in (self.model, self.reward_model):

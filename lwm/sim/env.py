@@ -27,7 +27,7 @@ from lwm.errors import EnvironmentClosedError
 from lwm.loop import run_sync
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, parse_output
-from lwm.prediction import Prediction, full_observation, request, request_format
+from lwm.prediction import Prediction, full_observation, request, request_format, row_prediction
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 
@@ -233,7 +233,10 @@ class SimEnv:
             ``parse_issues``, ``seconds``, token counts and ``provenance``; ``done`` when
             the action ends the episode (``terminated``) or ``max_turns`` is reached (``truncated``),
             and then the judged ``reward`` if ``judge_rewards`` (after every step with
-            ``judge_every_step``).
+            ``judge_every_step``). An action the domain's real environment refuses as
+            malformed gets that environment's answer, not the model's
+            (:meth:`~lwm.domains.base.Domain.refusal`; ``info["action_error"]``, provenance
+            ``<domain>/refusal``), as the ``real`` backend gives it.
 
         Raises:
             EnvironmentClosedError: not reset.
@@ -243,7 +246,13 @@ class SimEnv:
         t0 = time.monotonic()
         prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
                           controls=[c.label() for c in self.controls] or None)
-        predicted = await self._predict(action)
+        previous = traj.turns[-1].observation if traj.turns else traj.initial_observation
+        if (refused := self.spec.refusal(action, previous)) is not None:
+            # answered as the real environment answers it: a malformed action reaches nothing
+            prov = Provenance(kind="simulated", source=f"{self.domain}/refusal")
+            predicted = {"observation": refused.observation, "action_error": refused.reason, "parse_issues": []}
+        else:
+            predicted = await self._predict(action)
         for issue in predicted["parse_issues"]:
             self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1
         if predicted["parse_issues"]:
@@ -295,7 +304,7 @@ class SimEnv:
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
         parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        written = {"change": parsed.observation} if self.prediction == "change" else {}
+        written = {"change": parsed.observation} if row_prediction(row, self.prediction) == "change" else {}
         out = {"observation": full_observation(row, parsed.observation, self.prediction), **written,
                "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
                "dropped_turns": dropped, "prompt_tokens": gen.prompt_tokens,

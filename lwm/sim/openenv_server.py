@@ -59,6 +59,7 @@ from openenv.core.env_client import EnvClient  # noqa: E402
 from openenv.core.env_server.interfaces import Environment  # noqa: E402
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # noqa: E402
 
+from lwm.asgi import MAX_BODY_BYTES, RequestGuard  # noqa: E402
 from lwm.envs.base import Task  # noqa: E402
 from lwm.envs.cache import ReplayCache  # noqa: E402
 from lwm.models import ModelSpec  # noqa: E402
@@ -255,7 +256,8 @@ def serve_env(domain: str, backend: str = "sim", host: str = "127.0.0.1", port: 
               model: ChatModel | str | None = None, cache: ReplayCache | str | None = None, max_sessions: int = 64,
               tasks: Sequence[Task | Mapping] = (), session_timeout: float | None = None,
               log_level: str = "info", **make_env_kwargs: Any) -> None:
-    """Serve ``make_env(domain, backend, …)`` as an OpenEnv environment until interrupted.
+    """Serve ``make_env(domain, backend, …)`` as an OpenEnv environment until interrupted
+    (requests and WebSocket messages of at most 4 MiB, :class:`lwm.asgi.RequestGuard`).
 
     Args:
         domain: e.g. ``terminal``.
@@ -276,7 +278,8 @@ def serve_env(domain: str, backend: str = "sim", host: str = "127.0.0.1", port: 
 
     app = make_app(domain, backend, model=model, cache=cache, max_sessions=max_sessions, tasks=tasks,
                    session_timeout=session_timeout, **make_env_kwargs)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    # bodies and WebSocket messages capped alike (an action or a task is text, not megabytes)
+    uvicorn.run(RequestGuard(app), host=host, port=port, log_level=log_level, ws_max_size=MAX_BODY_BYTES)
 
 
 class WorldClient(EnvClient[WorldAction, WorldObservation, WorldState]):

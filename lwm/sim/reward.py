@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lwm import domains
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import json_objects, split_reasoning
 from lwm.schema import Trajectory
@@ -124,6 +125,11 @@ async def judge_reward(model: ChatModel, traj: Trajectory, *, rubric: str = "",
     return verdict
 
 
+def _reached(domain: str, action: str) -> bool:
+    spec = domains.find(domain)
+    return spec is None or spec.refusal(action) is None
+
+
 async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
     """P(achieved) of ``traj`` from ``model``'s log-probabilities of the two verdict answers
     (:mod:`lwm.verdict`); one forward pass over the prompt, no text generated.
@@ -136,8 +142,13 @@ async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
     Returns:
         the verdict: ``reward`` is the probability, ``rationale`` says it; a model that
         cannot score answers, fails, or gives neither answer any probability gives
-        ``reward=None`` with ``error`` (counted by the caller, never guessed).
+        ``reward=None`` with ``error`` (counted by the caller, never guessed). An episode
+        in which no action reached the environment (none taken, or every one refused as
+        malformed: :meth:`~lwm.domains.base.Domain.refusal`) achieved nothing: 0, without
+        asking the model (measured: the trained verdict paid such episodes in closed loop).
     """
+    if not any(_reached(traj.domain, t.action) for t in traj.turns):
+        return RewardVerdict(0.0, "no action reached the environment")
     scorer = getattr(model, "answer_logprobs", None)
     if scorer is None:
         return RewardVerdict(None, error=f"{model.name} cannot score answers (no answer_logprobs)")

@@ -30,7 +30,7 @@ from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import EnvFactory, backend_spec
 from lwm.sim.controls import Control
 from lwm.sim.env import DEFAULT_SAMPLING
 from lwm.sim.policy import PolicySpec
@@ -211,7 +211,7 @@ def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:
 def env_factory_for(config: RolloutConfig) -> EnvFactory:
     """The environments a rollout plays in (checked here, once)."""
     model = None
-    if config.backend in ("sim", "hybrid") or (config.backend == "replay" and config.world_model != "real"):
+    if backend_spec(config.backend).needs_world_model(config.world_model):
         model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                           concurrency=max(16, config.concurrency),  # a request in flight per episode
                           prompt_cache_mb=prompt_cache_mb(config.concurrency))

@@ -40,10 +40,11 @@ from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.prediction import sim_request
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import EnvFactory, backend_spec
 from lwm.sim.policy import PolicySpec, agent_messages
 from lwm.sim.rollout import EpisodeJob
 
+#: Where attempts are played: the simulator (with its reward), or the real environment (the reference).
 BACKENDS = ("sim", "real")
 POLICIES = ("embedded", "embedded-warmup")
 
@@ -99,8 +100,7 @@ class RFTConfig:
         self.domains = tuple(dict.fromkeys(self.domains))
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be sim or real, not {self.backend!r}")
+        backend_spec(self.backend, allowed=BACKENDS)
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
         for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):

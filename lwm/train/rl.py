@@ -57,7 +57,8 @@ from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import sim_request
 from lwm.schema import Trajectory
-from lwm.sim.backends import BACKENDS, EnvFactory
+from lwm.sim.backends import EnvFactory, backend_spec
+from lwm.sim.env import DEFAULT_SAMPLING
 from lwm.train.records import RUN_FILE
 
 OBJECTIVES = ("agent", "fidelity")
@@ -87,6 +88,8 @@ class RLConfig:
             ``embedded``, a ``.gguf`` file, or the name served at ``base_url``).
         base_url: the world model's OpenAI-compatible endpoint.
         api_key: bearer token for ``base_url``.
+        extra_body: ``agent``: fields added to each request to the world model's server
+            (``base_url``), as ``lwm eval`` and ``lwm rollout`` send them (e.g. ``{"top_k": 20}``).
         reward: ``agent`` on ``sim``: ``verdict`` (the trained reward model's P(achieved),
             1 from 0.5 on), ``probe`` (the world model predicts the verifier's probe),
             ``judge`` or ``auto`` (the probe for tasks with a verifier, else the verdict).
@@ -129,6 +132,7 @@ class RLConfig:
     world_model: str = WORLD_MODEL
     base_url: str | None = None
     api_key: str = "EMPTY"
+    extra_body: dict[str, Any] = field(default_factory=dict)
     reward: str = "auto"
     show_task: bool = False
     prediction: str | None = None
@@ -180,11 +184,13 @@ class RLConfig:
         if self.objective != "agent" and (self.prediction is not None or self.compact_tools is not None):
             raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how the agent objective "
                              "asks its world model; the fidelity objective trains on the data's own")
+        if self.extra_body and (self.objective != "agent" or not backend_spec(self.backend).simulates
+                                or self.base_url is None):
+            raise ValueError("extra_body (--extra-body) goes to the agent objective's world model server "
+                             "(--base-url, backend sim or hybrid)")
         if self.objective == "agent":  # refused here, before train_rl loads any model
             sim_request(self.backend, self.prediction, self.compact_tools)
-            if self.backend not in BACKENDS:
-                raise ValueError(f"unknown backend {self.backend!r} (one of {', '.join(BACKENDS)})")
-            if self.backend in ("replay", "hybrid") and self.cache is None:
+            if backend_spec(self.backend).replays and self.cache is None:
                 raise ValueError(f"the {self.backend} backend needs --cache (a replay cache file)")
             if self.backend == "replay" and not Path(self.cache).is_file():
                 raise ValueError(f"--cache {self.cache} is not a file: replay plays only what a cache holds")
@@ -197,8 +203,8 @@ class RLConfig:
              for k, v in asdict(self).items()}
         for k in ("out", "max_steps", "resume", "save_steps", "vllm_server_base_url", "api_key"):
             d.pop(k)
-        for k in ("prediction", "compact_tools"):  # the model's own when not given: runs from before resume
-            if d[k] is None:
+        for k in ("prediction", "compact_tools", "extra_body"):  # when not given: runs from before resume
+            if d[k] is None or d[k] == {}:
                 d.pop(k)
         if self.tasks_file:  # the file's content, not its name, makes the task set
             from lwm.domains.tasks import task_file_digest
@@ -341,10 +347,11 @@ class AgentRollout:
         self.calls = 0
         world = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                           prompt_cache_mb=prompt_cache_mb(config.prompts_per_step * config.num_generations)) \
-            if config.backend in ("sim", "hybrid") else None  # a step's episodes are simulated at once
+            if backend_spec(config.backend).simulates else None  # a step's episodes are simulated at once
         self.factories = {
             d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
                           max_turns=config.max_turns,
+                          sampling=replace(DEFAULT_SAMPLING, extra_body=dict(config.extra_body)),
                           options={"reward": config.reward, "real_start": True, "show_task": config.show_task,
                                    **sim_request(config.backend, config.prediction, config.compact_tools)}
                           if config.backend == "sim" else {})
@@ -399,7 +406,7 @@ class AgentRollout:
             results = _each([e["env"] for e, *_ in acting], "step", [(action,) for *_, action in acting])
             for (e, text, gen_ids, _), result in zip(acting, results):
                 e["observations"].append(result.observation)
-                if result.done or turn == self.config.max_turns - 1:
+                if result.done or turn == e["task"].turn_budget(self.config.max_turns) - 1:
                     e["active"] = False
                     continue
                 env_ids = self._observation_tokens(tokenizer, e, text, ended=bool(gen_ids) and gen_ids[-1] == eos)

@@ -115,7 +115,7 @@ def test_adapter_needs_a_local_model(tmp_path):
 
 def test_every_command_has_help():
     for cmd in (["collect"], ["import"], ["rollout"], ["wm2real"], ["setup"], ["serve", "env"], ["serve", "model"],
-                ["data", "build"], ["data", "annotate"], ["train", "sft"], ["train", "export"]):
+                ["serve", "mcp"], ["data", "build"], ["data", "annotate"], ["train", "sft"], ["train", "export"]):
         r = lwm(*cmd, "--help")
         assert r.returncode == 0 and "Usage" in r.stdout, cmd
 

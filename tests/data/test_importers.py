@@ -1,4 +1,5 @@
-"""Importers for the os (OSWorld traj.jsonl) and android (AndroidWorld JSON) domains."""
+"""Importers: os (OSWorld traj.jsonl) and android (AndroidWorld JSON) logs, and your own
+traces of any domain (--format transitions: episodes and (history, action, observation) triples)."""
 
 import json
 from pathlib import Path
@@ -296,3 +297,278 @@ def test_side_files_outside_the_episode_and_links_are_refused(tmp_path):
     res = import_logs("os", tmp_path / "logs", tmp_path / "out2")
     assert res.trajectories == 0 and "result.txt" in res.skipped[0]["file"]
     assert "host secret" not in (tmp_path / "out").joinpath("manifest.json").read_text()
+
+
+# --------------------------------------------------------------------- --format transitions
+
+
+def _jsonl(path: Path, *records) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
+
+
+def test_transitions_episodes_with_aliases(tmp_path):
+    from lwm.data.transitions import import_transitions
+    from lwm.domains.terminal import spec as terminal
+
+    _jsonl(tmp_path / "src" / "runs" / "eps.jsonl",
+           {"id": "ep-a", "instruction": "Show the notes.", "initial_observation": "$ \n", "reward": True,
+            "turns": [{"command": "ls", "output": "notes.txt\n"},
+                      ["cat notes.txt", "buy milk\n"],
+                      {"action": "true", "next_observation": ""}]},
+           {"steps": [{"action": [{"keystrokes": "pwd\n", "duration": 0.5}], "observation": "/app"}],
+            "reward": 0.25, "domain": "terminal"})
+    res = import_transitions(tmp_path / "src", tmp_path / "out", domain="terminal")
+    assert (res.trajectories, res.rows, res.turns, res.skipped, res.domain) == (2, 4, 4, [], "terminal")
+    a, b = read_trajectories(res.trajectories_path)
+    assert (a.id, a.domain, a.task, a.initial_observation, a.reward) == ("ep-a", "terminal", "Show the notes.", "$ ", 1.0)
+    assert [(t.index, t.action, t.observation) for t in a.turns] == [
+        (1, "ls", "notes.txt"), (2, "cat notes.txt", "buy milk"), (3, "true", "")]
+    assert a.system_prompt == terminal.system_prompt()  # neither given nor in the record: the domain's default
+    assert a.turns[0].provenance.kind == "real" and a.turns[0].provenance.source == "import/transitions:runs/eps.jsonl"
+    assert a.metadata == {"record": "episode", "format": "transitions", "file": "runs/eps.jsonl", "line": 1}
+    # an action given as JSON is stored as one-line JSON text; a default id names file and line
+    assert (b.id, b.reward, b.turns[0].action) == ("runs/eps-2", 0.25, '[{"keystrokes": "pwd\\n", "duration": 0.5}]')
+
+    rows = list(read_rows(res.rows_path))
+    assert res.rows_path == tmp_path / "out" / "terminal_test.jsonl"
+    assert [(r.id, r.turn_idx, r.total_turns, r.task) for r in rows] == [
+        ("ep-a", 1, 3, "terminal"), ("ep-a", 2, 3, "terminal"), ("ep-a", 3, 3, "terminal"),
+        ("runs/eps-2", 1, 1, "terminal")]
+    # plain command lines are not the terminal's keystroke JSON: fenced as text; keystroke JSON as json
+    assert "**Current State:**\n```\n$ \n```" in rows[0].prompt[0] and "```text\nls\n```" in rows[0].prompt[0]
+    assert rows[3].current_prompt == '### Turn 1\n\n**Action:**\n```json\n[{"keystrokes": "pwd\\n", "duration": 0.5}]\n```'
+    assert rows[1].ground_truth == "**Environment Observation:**\n```\nbuy milk\n```"
+    m = _manifest(tmp_path / "out")
+    assert (m["format"], m["domain"], m["real_environment"], m["files"], m["records_found"]) == (
+        "transitions", "terminal", True, 1, 2)
+    assert (m["episode_records"], m["transition_records"], m["rows"], m["verified_episodes"], m["achieved_episodes"]) == (
+        2, 0, 4, 2, 1)
+
+
+def test_transitions_triples_give_one_row_each_with_their_history(tmp_path):
+    from lwm.data.transitions import import_transitions
+
+    t1 = {"action": "mkdir a", "observation": ""}
+    t2 = {"command": "ls", "output": "a\n"}
+    src = _jsonl(tmp_path / "triples.jsonl",
+                 {"task": "Make a directory.", "history": [], **t1},
+                 {"task": "Make a directory.", "history": [t1], **t2},
+                 {"task": "Make a directory.", "history": [t1, ["ls", "a\n"]], "action": "ls -d a/",
+                  "observation": "a/\n"})
+    res = import_transitions(src, tmp_path / "out", domain="terminal")
+    assert (res.trajectories, res.rows, res.turns) == (3, 3, 6)  # one row per triple, not one per turn of each
+    rows = list(read_rows(res.rows_path))
+    assert [(r.id, r.turn_idx, r.total_turns) for r in rows] == [
+        ("triples-1", 1, 1), ("triples-2", 2, 2), ("triples-3", 3, 3)]
+    last = rows[2]
+    assert len(last.prompt) == 3 and last.prompt[0].startswith("### Turn 1\n\n**Task Instruction:**\nMake a directory.")
+    assert "```text\nmkdir a\n```" in last.prompt[0] and "```text\nls\n```" in last.prompt[1]
+    assert last.current_prompt == "### Turn 3\n\n**Action:**\n```text\nls -d a/\n```"
+    assert last.prompt[2].startswith(last.current_prompt) and "Predict the environment's next observation" in last.prompt[2]
+    assert last.response == ["**Environment Observation:**\n```\n\n```", "**Environment Observation:**\n```\na\n```",
+                             "**Environment Observation:**\n```\na/\n```"]
+    assert rows[1].ground_truth.endswith("```\na\n```")
+    trajs = list(read_trajectories(res.trajectories_path))
+    assert [t.metadata["record"] for t in trajs] == ["transition"] * 3
+    assert (_manifest(tmp_path / "out")["transition_records"], _manifest(tmp_path / "out")["episode_records"]) == (3, 0)
+
+
+def test_transitions_one_json_document_object_or_list(tmp_path):
+    from lwm.data.transitions import import_transitions
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "one.json").write_text(json.dumps(
+        {"id": "single", "task": "t", "turns": [{"action": "SELECT 1;", "observation": "1"}]}, indent=2))
+    (src / "many.json").write_text(json.dumps([
+        {"action": "SELECT 2;", "observation": "2\n"},
+        {"action": "SELECT 3;"},
+        "not an object",
+        {"action": "SELECT 4;", "observation": "4", "history": [["SELECT 2;", "2"]]},
+    ], indent=2))
+    (src / "notes.txt").write_text("ignored: neither .json nor .jsonl")
+    res = import_transitions(src, tmp_path / "out", domain="db")
+    trajs = {t.id: t for t in read_trajectories(res.trajectories_path)}
+    assert sorted(trajs) == ["many-item1", "many-item4", "single"] and res.rows == 3
+    assert trajs["single"].metadata["line"] == 1 and trajs["many-item4"].metadata["item"] == 4
+    assert res.skipped == [
+        {"episode": "many-item2", "file": "many.json", "line": 1,
+         "reason": "item 2: the record has no observation (expected one of observation, output, next_observation)"},
+        {"episode": "many-item3", "file": "many.json", "line": 1, "reason": "item 3: expected a JSON object, got string"},
+    ]
+    rows = list(read_rows(res.rows_path))
+    assert all("```sql\nSELECT" in r.current_prompt for r in rows)  # the db parser takes SQL: its fence language
+    # a pretty-printed document broken on its 3rd line is one error there, not one per line
+    (src / "one.json").write_text('{\n  "action": "SELECT 1;",\n  "observation": 1 2\n}\n')
+    res = import_transitions(src / "one.json", tmp_path / "out2", domain="db")
+    assert res.skipped == [{"episode": "one-3", "file": "one.json", "line": 3,
+                            "reason": "not valid JSON (Expecting ',' delimiter at column 20)"}]
+
+
+def test_transitions_system_prompt_precedence(tmp_path):
+    from lwm.data.transitions import import_transitions
+    from lwm.domains.db import spec as db
+
+    src = _jsonl(tmp_path / "t.jsonl",
+                 {"id": "own", "system_prompt": "the record's prompt", "action": "SELECT 1;", "observation": "1"},
+                 {"id": "none", "action": "SELECT 1;", "observation": "1"})
+    prompts = lambda res: {t.id: t.system_prompt for t in read_trajectories(res.trajectories_path)}  # noqa: E731
+    assert prompts(import_transitions(src, tmp_path / "a", domain="db")) == {
+        "own": "the record's prompt", "none": db.system_prompt()}
+    assert prompts(import_transitions(src, tmp_path / "b", domain="db", system_prompt="given")) == {
+        "own": "given", "none": "given"}
+    rows = list(read_rows(tmp_path / "b" / "db_test.jsonl"))
+    assert [r.system_str for r in rows] == ["given", "given"]
+    # a domain whose default prompt needs settings (fs: the tool list) gets an empty one, counted
+    res = import_transitions(src, tmp_path / "c", domain="fs")
+    assert prompts(res)["none"] == "" and _manifest(tmp_path / "c")["empty_system_prompts"] == 1
+
+
+def test_transitions_bad_records_are_skipped_with_file_line_and_reason(tmp_path):
+    from lwm.data.transitions import import_transitions
+
+    ok = {"action": "ls", "observation": "a"}
+    _jsonl(tmp_path / "src" / "mixed.jsonl",
+           {"id": "good", **ok},
+           [ok],
+           "{not json",
+           {"id": "nums", "action": "ls", "observation": 5},
+           {"id": "null", "action": "ls", "observation": None},
+           {"id": "turn2", "turns": [ok, {"action": "pwd"}]},
+           {"id": "good", **ok},
+           {"id": "other", "domain": "db", **ok},
+           {"id": "rew", "reward": 3, **ok},
+           {"hello": "world"},
+           {"id": "hist", "history": "ls", **ok},
+           {"id": "both", "turns": [ok], **ok},
+           {"id": "noturns", "turns": []},
+           {"id": "bad-turn", "steps": [["ls", "a", "b"]]},
+           {"id": "num-action", "action": 7, "observation": "x"},
+           {"id": "task", "task": ["x"], **ok},
+           {"id": "noact", "output": "x"})
+    res = import_transitions(tmp_path / "src", tmp_path / "out", domain="terminal")
+    assert [t.id for t in read_trajectories(res.trajectories_path)] == ["good"] and res.rows == 1
+    assert [(s["episode"], s["file"], s["line"], s["reason"]) for s in res.skipped] == [
+        ("mixed-2", "mixed.jsonl", 2, "expected a JSON object, got list"),
+        ("mixed-3", "mixed.jsonl", 3, "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        ("nums", "mixed.jsonl", 4, "'observation' must be a string (the environment's text), got number"),
+        ("null", "mixed.jsonl", 5, "'observation' must be a string (the environment's text), got null"),
+        ("turn2", "mixed.jsonl", 6,
+         "turn 2 has no observation (expected one of observation, output, next_observation)"),
+        ("good", "mixed.jsonl", 7, "duplicate trajectory id 'good' (first at mixed.jsonl:1)"),
+        ("other", "mixed.jsonl", 8, "the record's domain is 'db', but this import is of 'terminal'"),
+        ("rew", "mixed.jsonl", 9, "'reward' must be a number in [0, 1] or a boolean, got 3"),
+        ("mixed-10", "mixed.jsonl", 10, "neither an episode ('turns' or 'steps') nor a transition ('action' and "
+                                        "'observation'); keys: 'hello'"),
+        ("hist", "mixed.jsonl", 11, "'history' must be a list of turns, got string"),
+        ("both", "mixed.jsonl", 12, "both 'turns' and 'action': an episode has turns, a transition an action and "
+                                    "an observation, not both"),
+        ("noturns", "mixed.jsonl", 13, "'turns' is empty: an episode needs at least one turn"),
+        ("bad-turn", "mixed.jsonl", 14, "turn 1: a turn as a list is [action, observation], got 3 items"),
+        ("num-action", "mixed.jsonl", 15, "'action' must be a string, an object or a list, got number"),
+        ("task", "mixed.jsonl", 16, "'task' must be a string, got list"),
+        ("noact", "mixed.jsonl", 17, "the record has no action (expected one of action, command)"),
+    ]
+    m = _manifest(tmp_path / "out")
+    assert m["skipped"] == res.skipped and (m["records_found"], m["skipped_records"], m["trajectories"]) == (17, 16, 1)
+
+
+def test_transitions_strict_and_missing_input(tmp_path):
+    from lwm.data.transitions import import_transitions
+    from lwm.errors import UnknownDomainError
+
+    src = _jsonl(tmp_path / "t.jsonl", {"action": "ls", "observation": "a"}, {"action": "ls", "output": None})
+    with pytest.raises(RowFormatError) as e:
+        import_transitions(src, tmp_path / "out", domain="terminal", strict=True)
+    assert (e.value.path, e.value.line) == (src, 2)
+    assert str(e.value) == f"{src}:2: 'output' must be a string (the environment's text), got null"
+    assert not (tmp_path / "out").exists()  # nothing half-written
+    (tmp_path / "list.json").write_text('[{"action": "ls", "observation": "a"}, {"action": "ls"}]')
+    with pytest.raises(RowFormatError, match=r"list\.json:1: item 2: the record has no observation"):
+        import_transitions(tmp_path / "list.json", tmp_path / "out", domain="terminal", strict=True)
+
+    with pytest.raises(UnknownDomainError, match="unknown domain 'nope'"):
+        import_transitions(src, tmp_path / "out", domain="nope")
+    with pytest.raises(DataNotFoundError, match="no such file"):
+        import_transitions(tmp_path / "missing", tmp_path / "out", domain="terminal")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "x.txt").write_text("{}")
+    with pytest.raises(DataNotFoundError, match=r"no \*\.json or \*\.jsonl files"):
+        import_transitions(tmp_path / "empty", tmp_path / "out", domain="terminal")
+    # an empty file is listed, not silently passed over; the output directory is never read back
+    (tmp_path / "empty" / "e.jsonl").write_text("\n")
+    res = import_transitions(tmp_path / "empty", tmp_path / "empty" / "out", domain="terminal")
+    assert res.trajectories == 0 and res.skipped == [
+        {"episode": "e", "file": "e.jsonl", "line": 0, "reason": "no records (the file is empty, or an empty list)"}]
+    res = import_transitions(tmp_path / "empty", tmp_path / "empty" / "out", domain="terminal")
+    assert _manifest(tmp_path / "empty" / "out")["files"] == 1 and len(res.skipped) == 1
+
+
+def test_transitions_rows_evaluate_with_the_trivial_baseline(tmp_path):
+    import asyncio
+
+    from lwm.data.transitions import import_transitions
+    from lwm.eval.baselines import load_predictor
+    from lwm.eval.runner import EvalConfig, evaluate, load_rows
+
+    res = import_transitions(FIX / "transitions" / "shell_triples.jsonl", tmp_path / "data", domain="terminal")
+    assert (res.trajectories, res.rows, res.skipped) == (2, 2, [])
+    rows = load_rows(tmp_path / "data")
+    assert [(r.id, r.turn_idx) for r in rows] == [("count-lines/1", 1), ("count-lines/2", 2)]
+    assert rows[1].system_str.startswith("You simulate a Linux shell") and "```text\nls src\n```" in rows[1].prompt[0]
+    summary = asyncio.run(evaluate(EvalConfig(out=tmp_path / "eval"), load_predictor("baseline:trivial"), rows=rows,
+                                   show_progress=False))
+    assert summary["rows"] == 2 and summary["failed"] == 0 and "terminal" in summary["domains"]
+
+
+def test_cli_import_transitions_and_exit_codes(tmp_path):
+    from typer.testing import CliRunner
+
+    from lwm.cli import app
+
+    runner = CliRunner()
+    fixture = str(FIX / "transitions" / "shell_triples.jsonl")
+    (tmp_path / "prompt.txt").write_text("from a file\n")
+    r = runner.invoke(app, ["import", "--format", "transitions", "--domain", "terminal", fixture,
+                            "--system-prompt", f"@{tmp_path / 'prompt.txt'}", "--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    assert "imported 2 trajectories, 3 turns, 2 rows" in r.output and "no real environment" not in r.output
+    assert {t.system_prompt for t in read_trajectories(tmp_path / "a" / "trajectories.jsonl")} == {"from a file"}
+
+    bad = _jsonl(tmp_path / "bad.jsonl", {"action": "ls"}, {"action": "pwd", "observation": 1})
+    r = runner.invoke(app, ["import", "--format", "transitions", "--domain", "terminal", str(bad),
+                            "--out", str(tmp_path / "b")])
+    assert r.exit_code == 1 and "nothing imported: 2 records skipped, first: bad.jsonl:1: the record has no " \
+                                "observation" in r.output
+    r = runner.invoke(app, ["import", "--format", "android", fixture, "--out", str(tmp_path / "c")])
+    assert r.exit_code == 1 and "nothing imported: 2 episodes skipped" in r.output and "field 'goal'" in r.output
+
+    r = runner.invoke(app, ["import", "--format", "transitions", fixture, "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2 and "--format transitions needs --domain" in r.output
+    r = runner.invoke(app, ["import", "--format", "os", "--domain", "terminal", fixture, "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2 and "--domain and --system-prompt go with --format transitions" in r.output
+    r = runner.invoke(app, ["import", "--format", "csv", fixture, "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2 and "--format must be one of os, android, transitions" in r.output
+    r = runner.invoke(app, ["import", "--format", "transitions", "--domain", "nope", fixture, "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2 and "unknown domain 'nope'" in r.output
+    assert not (tmp_path / "d").exists()
+
+
+def test_os_and_android_files_holding_one_json_document(tmp_path):
+    # A JSONL log written as one (pretty-printed) JSON document is read, not refused line by line.
+    ep = {"goal": "Turn Wi-Fi off.", "is_successful": 1,
+          "steps": [{"action": {"action_type": "click", "index": 0}, "before_element_list": "screen 0",
+                     "after_element_list": "screen 1"}]}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "eps.jsonl").write_text(json.dumps([ep, {**ep, "goal": ""}, ep], indent=2))
+    res = import_logs("android", tmp_path / "a", tmp_path / "out-a")
+    assert sorted(t.id for t in read_trajectories(res.trajectories_path)) == ["android/eps/1", "android/eps/3"]
+    assert res.skipped == [{"episode": "eps/2", "file": "eps.jsonl", "line": 1,
+                            "reason": "item 2: field 'goal' (the task instruction) is missing or empty"}]
+    step = {"step_num": 1, "action": "pyautogui.click(1, 2)", "a11y_tree": "tag\tname"}
+    (tmp_path / "o" / "ep1").mkdir(parents=True)
+    (tmp_path / "o" / "ep1" / "traj.jsonl").write_text(json.dumps(step, indent=2))
+    (traj,) = read_trajectories(import_logs("os", tmp_path / "o", tmp_path / "out-o").trajectories_path)
+    assert [(t.action, t.observation) for t in traj.turns] == [("pyautogui.click(1, 2)", "tag\tname")]

@@ -75,6 +75,18 @@ def test_balance_keeps_every_positive_and_takes_negative_kinds_in_turn():
     assert len(balance(eps, 2.0, seed=0)) == 12
 
 
+def test_balance_spends_few_negatives_on_empty_episodes_unless_nothing_else_is_left():
+    eps = [_traj(i) for i in range(10)] + [_traj(10 + i, reward=0.0, kind="empty") for i in range(10)] + \
+        [_traj(20 + i, reward=0.0, kind="mutated") for i in range(6)] + \
+        [_traj(30 + i, reward=0.0, kind="sibling") for i in range(6)]
+    kinds = Counter(t.metadata["kind"] for t in balance(eps, 1.0, seed=0, easy_share=0.1) if t.reward == 0.0)
+    assert kinds == {"empty": 1, "mutated": 5, "sibling": 4}
+    kinds = Counter(t.metadata["kind"] for t in balance(eps, 2.0, seed=0, easy_share=0.1) if t.reward == 0.0)
+    assert kinds == {"empty": 8, "mutated": 6, "sibling": 6}   # the hard kinds ran out
+    with pytest.raises(ValueError, match="easy_share"):
+        VerdictDataConfig(out="x", easy_share=1.5)
+
+
 def test_labelled_episodes_read_real_and_replayed_simulated_episodes_and_count_what_they_skip(tmp_path):
     real = _traj(1)
     sim = _traj(2, reward=1.0, kind="x", backend="sim", real_reward=0.0)   # the simulator said yes, reality no

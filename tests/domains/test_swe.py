@@ -183,6 +183,22 @@ def test_a_fork_bomb_ends_with_its_call(env):
 
 
 @needs_sandbox
+def test_no_job_outlives_its_call_not_even_in_a_session_of_its_own(env):
+    obs(env, "bash", command="setsid sleep 300 & nohup setsid bash -c 'sleep 301' >/dev/null 2>&1 & echo started")
+    assert obs(env, "bash", command="pgrep -c sleep || true") == "0"
+
+
+@needs_sandbox
+def test_a_catastrophic_pattern_is_stopped_at_the_time_limit(env):
+    obs(env, "write", file_path="/app/repo/a.txt", content="a" * 40 + "b\n")
+    t0 = time.monotonic()
+    assert obs(env, "grep", pattern="(a+)+$", output_mode="content") == \
+        "<tool_use_error>Search stopped after 5 seconds. Use a more specific path or pattern.</tool_use_error>"
+    assert time.monotonic() - t0 < 8
+    assert obs(env, "bash", command="echo alive") == "alive"   # the episode goes on
+
+
+@needs_sandbox
 def test_searches_stay_in_the_repository(env):
     outside = "<tool_use_error>Path / is outside the allowed directory /app.</tool_use_error>"
     obs(env, "bash", command="ln -s / root && ln -s /app/repo loop && mkdir -p pkg/sub && touch pkg/sub/m.py")

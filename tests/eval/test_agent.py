@@ -104,7 +104,7 @@ def test_a_served_change_mode_world_model_is_asked_for_changes(tmp_path):
     (["--domain", "nowhere"], "unknown domain 'nowhere'"),
     (["--domain", "search"], "no task families for domain 'search'"),
     (["--split", "test"], "unknown split 'test'"),
-    (["--backend", "replay"], "--backend must be real or sim"),
+    (["--backend", "replay"], "backend 'replay' is not one this command plays (one of real, sim)"),
     (["--policy", "baseline:trivial"], "reference predictor"),
     (["--policy", "oracle", "--policy-base-url", "http://127.0.0.1:9/v1"], "it takes no --policy-base-url"),
     (["--policy", "oracle", "--predict", "change"], "not real"),
@@ -249,6 +249,20 @@ GOOD_TASK = {"name": "t", "instruction": "do it", "check": {"probe": "SELECT 1;"
      ":2: malformed task: a check's match is contains, equals or regex, not 'glob'"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "check": {"probe": "SELECT 1;", "expect": "(1", "match": "regex"}}}),
      ":2: malformed task: a check's regex '(1' does not compile"),
+    # seed files the sandbox would refuse, options the domain does not know or of the wrong kind
+    *[(json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {path: "x"}}}),
+       f":2: malformed task: seed file '{path}' must be a plain absolute path under /root, /app or /tmp")
+      for path in ("/etc/passwd", "/app/../etc/x", "app/a", "/app/./a")],
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {"/app/a": "x", "/app/a/b": "y"}}}),
+     ":2: malformed task: seed file '/app/a' is also the directory of another seed file"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"engine": "oracle"}}}),
+     ":2: malformed task: option engine='oracle' of a db task: expected 'sqlite' or 'postgres'"),
+    (json.dumps({"domain": "code", "task": {**GOOD_TASK, "options": {"cell_timeout": "abc"}}}),
+     ":2: malformed task: option cell_timeout='abc' of a code task: expected a number of seconds in (0, 3600]"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"max_turns": 0}}}),
+     ":2: malformed task: option max_turns=0 of a db task: expected a whole number >= 1"),
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"egnine": "sqlite"}}}),
+     ":2: malformed task: unknown option 'egnine' of a db task; known: engine, max_turns, system_prompt"),
 ])
 def test_a_broken_task_file_line_is_named(tmp_path, line, message):
     tasks = tmp_path / "tasks.jsonl"

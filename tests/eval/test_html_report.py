@@ -119,11 +119,22 @@ def test_summary_filters_and_row_viewer(runs, browser, tmp_path):
     preds = predictions(trivial)
     assert page.title() == "two references"
     assert page.inner_text("#row-count") == f"{len(preds)} of {len(preds)} rows"
-    # the headline table: one line per run, the macro exact of summary.json
+    # the first screen: the headline in a sentence per run, a small table ×100, charts; the rest folded
     summary = json.loads((trivial / "summary.json").read_text())
-    head = page.locator("#section-eval table").first.inner_text()
+    sentences = page.locator("#section-eval p.headline").all_inner_texts()
+    assert sentences[0].startswith("Line F1 (the headline score, ×100, mean of 2 domains): ")
+    assert "for trivial (baseline:trivial), the trivial reference itself" in sentences[0]
+    assert "for the trivial reference (baseline:trivial) on the same" in sentences[1]
+    main = page.locator("#section-eval table.main").inner_text()
+    assert "line F1 ×100\ttrivial reference: line F1 ×100\texact ×100\tedit similarity ×100" in main
+    assert f"all (mean of domains)\ttrivial\t{len(preds)}\t{summary['macro']['line_f1']:.1f}" in main
+    assert page.locator("#section-eval figure.scale svg").count() == 3
+    wide = page.locator("details.all table").first
+    assert not wide.is_visible()
+    page.click("details.all > summary")
+    head = wide.inner_text()
     assert "baseline:trivial" in head and "baseline:repeat-last" in head and f"{summary['macro']['exact']:g}" in head
-    assert page.locator("#section-eval figure svg").count() >= 4 and page.locator("svg script").count() == 0
+    assert page.locator("#section-eval figure svg").count() == 6 and page.locator("svg script").count() == 0
 
     page.select_option("#f-domain", "code")
     assert count(page) == sum(p["domain"] == "code" for p in preds) == 4
@@ -377,3 +388,76 @@ def test_damaged_runs_are_named_and_run_files_never_overwritten(tmp_path):
         write_html_report([agent], tmp_path / "r.html")
     with pytest.raises(FileExistsError, match="not an HTML file"):
         write_html_report([run], run / "predictions.jsonl")
+
+
+def hand_run(tmp: Path, name: str, exact: list[float], trivial: bool = True, domain: str = "db") -> Path:
+    """An eval run directory as `lwm eval` writes it, with chosen scores (its data gone)."""
+    run = tmp / name
+    run.mkdir()
+    recs = [{"key": f"{i:06d}-{i:012x}", "domain": domain, "id": f"{domain}/t/run0", "turn_idx": 1, "observation": "x",
+             "error": None, "parse_issues": [], "fidelity": {"exact": e, "edit_similarity": e, "line_f1": e}}
+            | ({"trivial_fidelity": {"exact": 0.0, "edit_similarity": 0.5, "line_f1": 0.5}} if trivial else {})
+            for i, e in enumerate(exact)]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (run / "summary.json").write_text(json.dumps({"run": {"model": "hf:some/model", "data": str(tmp / "moved-away")}}))
+    return run
+
+
+def bars(html: str, title: str) -> tuple[float, list[tuple[float, float]]]:
+    """The axis width and the (value, width) of the bars of the first screen's chart titled ``title``."""
+    svg = next(s for s in re.findall(r'<svg[^>]*class="scale-chart".*?</svg>', html, re.S)
+               if f'aria-label="{title}"' in s)
+    axis = float(re.search(r'<rect class="plot"[^>]* width="([\d.]+)"', svg).group(1))
+    return axis, [(float(v), float(w)) for w, v in
+                  re.findall(r'<rect class="bar"[^>]* width="([\d.]+)"[^>]* data-value="([\d.]+)"', svg)]
+
+
+def test_first_screen_charts_are_on_a_fixed_scale(tmp_path):
+    """One exact row of 81 is 1.23 ×100: a bar 1.23 % of the axis, not the whole chart."""
+    run = hand_run(tmp_path, "one-of-81", [1.0] + [0.0] * 80)
+    html = write_html_report([run], tmp_path / "r.html").read_text()
+    axis, drawn = bars(html, "exact ×100 by domain")
+    ((value, width),) = drawn
+    assert value == 1.23 and width / axis == pytest.approx(0.0123, abs=1e-4)
+    axis, drawn = bars(html, "line F1 ×100 by domain")  # the run, then the trivial reference (grey) beside it
+    assert [v for v, _ in drawn] == [1.23, 50.0] and drawn[1][1] / axis == pytest.approx(0.5, abs=1e-4)
+    assert 'fill="#b4b9be"' in html and "trivial reference (baseline:trivial)</text>" in html
+    # the headline in a sentence against the trivial reference, the numbers ×100
+    assert ("Line F1 (the headline score, ×100, domain db): <strong>1.2</strong> for one-of-81 (hf:some/model) "
+            "against <strong>50.0</strong> for the trivial reference (baseline:trivial) on the same 81 rows.") in html
+    # the wide table and every chart of pygal behind the fold, those on a fixed scale too
+    fold = html[html.index('<details class="all">'):]
+    fold = fold[:fold.index("</details>")]
+    assert "<h3>Summary</h3>" in fold and "<h3>By turn depth</h3>" in fold and "macro trivial line f1" in fold
+    assert "<h3>Summary</h3>" not in html.replace(fold, "")
+    depth_chart = next(svg for svg in fold.split("</svg>") if ">exact by turn depth<" in svg)
+    assert ">100<" in depth_chart  # its axis reaches 100, not 1.23
+
+
+def test_scale_chart_widens_only_for_a_value_above_the_top():
+    from lwm.eval.html_report import scale_chart
+
+    def ratio(svg):
+        axis = float(re.search(r'class="plot"[^>]* width="([\d.]+)"', svg).group(1))
+        return [round(float(w) / axis, 3) for w in re.findall(r'class="bar"[^>]* width="([\d.]+)"', svg)]
+
+    assert ratio(scale_chart("t", ["a", "b"], {"run": [25.0, None]})) == [0.25]
+    assert "no value" in scale_chart("t", ["a", "b"], {"run": [25.0, None]})
+    assert ratio(scale_chart("t", ["a"], {"run": [0.5], "ref": [2.0]}, top=1, references=("ref",))) == [0.25, 1.0]
+    assert "&lt;b&gt;" in scale_chart("<b>", ["<b>"], {"<b>": [1.0]})  # names stay text
+
+
+def test_the_trivial_reference_is_scored_when_the_run_did_not_record_it(runs, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(runs[1], old)  # repeat-last
+    recs = predictions(old)
+    (old / "predictions.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "trivial_fidelity"})
+                                                   + "\n" for r in recs))
+    summary = json.loads((runs[1] / "summary.json").read_text())
+    html = write_html_report([old], tmp_path / "r.html").read_text()
+    assert (f"against <strong>{summary['macro']['trivial_line_f1']:.1f}</strong> for the trivial reference "
+            f"(baseline:trivial) (scored by this report: the run did not record it) on the same {len(recs)} rows") in html
+    # without its data, nothing to score it on: said so
+    gone = hand_run(tmp_path, "gone", [1.0, 0.0], trivial=False)
+    html = write_html_report([gone], tmp_path / "r2.html").read_text()
+    assert "the trivial reference (baseline:trivial) is not available: the data this run read is not found." in html

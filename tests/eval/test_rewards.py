@@ -24,6 +24,9 @@ from lwm.verdict import ANSWERS, probability, verdict_messages
 MESSAGES = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Is 2 + 2 = 4? Answer."}]
 
 
+KEYS = '[{"keystrokes": "ls\\n", "duration": 0.3}]'
+
+
 def _episode(i: int, reward: float, action: str, observation: str, family: str = "create-file") -> Trajectory:
     from lwm.domains.tasks import families
 
@@ -77,13 +80,24 @@ def test_a_served_model_is_scored_from_the_first_tokens_top_logprobs():
     with chat_stub(lambda body: {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": "yes"}}]}) as (url, _):
-        traj = _episode(0, 1.0, "a", "o")
+        traj = _episode(0, 1.0, KEYS, "o")
         v = asyncio.run(judge_verdict(OpenAIChatModel("m", url), traj))
     assert v.reward is None and "no log-probabilities" in v.error
 
 
+def test_an_episode_whose_actions_never_reached_the_environment_achieved_nothing():
+    """Measured in closed loop: the trained verdict paid episodes of refused actions only."""
+    never = FunctionChatModel(lambda m: pytest.fail("the reward model was asked"))
+    for actions in ([], ["ls -la", "Create the file"]):   # none, or all refused (not keystroke JSON)
+        traj = _episode(0, 0.0, "x", "o").model_copy(update={"turns": [
+            Turn(index=i, action=a, observation="[invalid action] not JSON", provenance=Provenance(kind="real"))
+            for i, a in enumerate(actions, start=1)]})
+        v = asyncio.run(judge_verdict(never, traj))
+        assert (v.reward, v.rationale) == (0.0, "no action reached the environment")
+
+
 def test_the_simulators_default_reward_is_the_verdict_of_the_reward_model():
-    traj = _episode(0, 1.0, "a", "o")
+    traj = _episode(0, 1.0, KEYS, "o")
     base = load_model("embedded")
     env = SimEnv("terminal", FunctionChatModel(lambda m: "never asked"), reward_model=base, judge_rewards=False)
     env.restore(traj.model_copy(update={"reward": None}))

@@ -224,3 +224,21 @@ async def test_requests_in_flight_reach_the_concurrency_across_connection_pools(
         gens = await asyncio.gather(*(model.generate(MESSAGES, SamplingParams()) for _ in range(200)))
         await model.aclose()
     assert most == 150 and all("ok" in g.text for g in gens)
+
+
+def test_the_served_model_refuses_what_would_crash_or_stall_it(served):
+    """An invalid grammar used to end the process (a segfault in libllama); a 30 MB body kept
+    it busy; malformed requests answered 500 with internal paths."""
+    import httpx
+
+    url = f"{served}/chat/completions"
+    bad_grammar = httpx.post(url, json={"messages": MESSAGES, "max_tokens": 2, "grammar": "root ::= ("}, timeout=30)
+    assert bad_grammar.status_code == 400 and "grammar" in bad_grammar.json()["error"]["message"]
+    huge = httpx.post(url, content=b"x" * (30 << 20), headers={"content-type": "application/json"}, timeout=60)
+    assert huge.status_code == 413
+    for body in (b"[1, 2, 3]", b'{"messages": "hello"}', b'{"messages": [{"role": "user", "content": 5}]}'):
+        r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=30)
+        assert 400 <= r.status_code < 500 or r.json()["error"]["message"].startswith("internal error"), r.text
+        assert "/lwm/" not in r.text and ".py" not in r.text
+    ok = httpx.post(url, json={"messages": MESSAGES, "max_tokens": 2}, timeout=60)   # still serving
+    assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] is not None

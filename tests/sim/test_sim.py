@@ -332,3 +332,84 @@ def test_a_tool_server_without_a_prompt_starts_from_the_real_server():
     assert "read_text_file" in env.trajectory.system_prompt  # the real server's tool list
     assert env.trajectory.metadata["initial_observation"] == "real" and first
     assert env.step('{"name": "list_allowed_directories", "arguments": {}}').observation == "x"
+
+
+def test_a_malformed_action_gets_the_real_environments_answer_not_the_models():
+    seen = []
+    env = SimEnv("terminal", echo_model(seen), system_prompt=PROMPT, judge_rewards=False)
+    env.reset(Task("t"), initial_observation="root@sandbox:/app#")
+    r = env.step("ls -la")   # a shell line, not the terminal's keystroke list
+    assert r.observation == "[invalid action] not JSON (Expecting value)"
+    assert r.info["action_error"] == "not JSON (Expecting value)" and seen == []   # the model was not asked
+    assert env.trajectory.turns[0].provenance.source == "terminal/refusal"
+    assert env.step(keys("ls\n")).observation == "obs of ### Turn 2"   # a well-formed one is predicted
+
+
+@pytest.mark.parametrize("domain, action, answer", [
+    ("db", "", None),   # an empty line is typed into the client like any other
+    ("db", "SELECT 1;\x01", "lwm: action not sent to the client: "),
+    ("search", "python docs", "Error: invalid tool call: not JSON"),
+    ("swe", "grep foo", "<tool_use_error>Malformed tool call: not JSON"),
+    ("mcp", '{"arguments": {}}', "[invalid action] 'name' must be"),
+    ("os", "this is prose", None),   # import-only: no real answer to copy
+])
+def test_each_domain_refuses_as_its_real_environment_does(domain, action, answer):
+    from lwm import domains
+
+    refused = domains.get(domain).refusal(action)
+    assert (refused is None) if answer is None else refused.observation.startswith(answer)
+
+
+def test_the_browser_keeps_the_page_and_says_why():
+    from lwm import domains
+
+    page = "URL: http://site/\nTitle: Shop\nError: old\n\n[3] link 'Cart'"
+    assert domains.get("web").refusal("click 3", page).observation == \
+        "URL: http://site/\nTitle: Shop\nError: invalid action: not a function call (invalid syntax)\n\n[3] link 'Cart'"
+
+
+@needs_sandbox
+@pytest.mark.parametrize("domain, action", [("terminal", "echo hi"), ("db", "SELECT 1;\x01"), ("code", "\ud800")])
+def test_the_simulator_and_the_real_environment_answer_a_malformed_action_alike(domain, action):
+    real = make_env(domain, "real")
+    first = real.reset(Task("t"))
+    want = real.step(action)
+    real.close()
+    sim = SimEnv(domain, echo_model(), system_prompt=PROMPT, judge_rewards=False)
+    sim.reset(Task("t"), initial_observation=first)
+    got = sim.step(action)
+    assert got.observation == want.observation and got.info["action_error"] == want.info["action_error"]
+
+
+def test_a_task_sets_its_own_turn_budget_under_the_runs_ceiling():
+    from lwm.envs.episode import Script, ScriptedPolicy, play_episode
+
+    actions = tuple(keys(f"echo {i}\n") for i in range(4))
+    for own, ceiling, played in ((2, 5, 2), (3, 1, 1), (None, 3, 3)):
+        task = Task("t", options={} if own is None else {"max_turns": own})
+        env = SimEnv("terminal", echo_model(), system_prompt=PROMPT, judge_rewards=False)
+        traj = play_episode(env, ScriptedPolicy([Script(task, actions)]), task, max_turns=ceiling, verify=False)
+        assert len(traj.turns) == played
+
+
+@pytest.mark.parametrize("domain, answer, well_formed", [
+    ("terminal", "grep -c ERROR /app/log.txt > /app/count.txt", True),
+    ("terminal", "LANG=C sort -u names.txt", True),
+    ("terminal", "```bash\nls -la\n```", True),
+    ("terminal", "Create the file /app/out.txt with the word hello", False),   # prose the shell would take
+    ("terminal", "Let's list the files", False),                               # an unclosed quote
+    ("terminal", "I ran: ls", False),
+    ("db", "SELECT name FROM people;", True),
+    ("db", "The row is inserted;", False),
+    ("db", "Sure! ```sql\nSELECT 1;\n```", False),                             # prose around the block
+    ("code", "print('done')", True),
+    ("code", "Write the text into the file", False),
+    ("fs", '{"name": "list_directory", "arguments": {"path": "/app"}}', True),
+    ("fs", "list the directory", False),
+    ("terminal", "DONE", True),
+])
+def test_an_answer_is_well_formed_only_when_it_is_one_action_and_nothing_else(domain, answer, well_formed):
+    from lwm import domains
+    from lwm.sim.policy import well_formed_answer
+
+    assert well_formed_answer(domains.get(domain), answer) is well_formed

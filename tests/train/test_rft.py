@@ -80,7 +80,7 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
 
 def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
-                            ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend must be sim or real")):
+                            ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of sim, real.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
     with pytest.raises(DataNotFoundError, match="no task file"):

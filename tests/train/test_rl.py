@@ -105,6 +105,8 @@ def test_bad_settings_are_refused():
         RLConfig(out="x", backend="real", compact_tools=True)
     with pytest.raises(ValueError, match="the fidelity objective trains on the data's own"):
         RLConfig(out="x", objective="fidelity", data="d", prediction="full")
+    with pytest.raises(ValueError, match="extra_body .* world model server"):
+        RLConfig(out="x", extra_body={"top_k": 20})   # the in-process world model takes none
 
 
 def test_the_world_model_is_asked_as_told_and_the_run_records_it():
@@ -115,6 +117,11 @@ def test_the_world_model_is_asked_as_told_and_the_run_records_it():
     assert told.identity()["prediction"] == "change"
     # not told: the model's own, and not recorded (runs from before the settings resume)
     assert "prediction" not in RLConfig(out="x", tasks=2, prompts_per_step=1).identity()
+    # the server's extra fields go with every world-model request, and are part of the run
+    extra = RLConfig(out="x", tasks=2, prompts_per_step=1, base_url="http://127.0.0.1:9/v1", world_model="served",
+                     extra_body={"top_k": 20})
+    assert AgentRollout(extra, agent_tasks(extra)).factories["terminal"].sampling.extra_body == {"top_k": 20}
+    assert extra.identity()["extra_body"] == {"top_k": 20} and "extra_body" not in told.identity()
 
 
 def test_bad_settings_are_refused_before_a_model_loads_or_a_sandbox_starts(tmp_path, monkeypatch):

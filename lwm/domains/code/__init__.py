@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Domain, Lazy, rubrics
+from lwm.domains.base import TaskOption
 from lwm.domains.code import spec
 
 __all__ = ["DOMAIN"]
@@ -27,6 +28,8 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     probe_output=spec.probe_output,
     environment=Lazy("lwm.domains.code.env:CodeEnv"),
+    task_options=(TaskOption("cell_timeout", "a number of seconds in (0, 3600]",
+                             lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600),),
     suite=Lazy("lwm.domains.code.suite"),
     tasks=Lazy("lwm.domains.code.tasks"),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
+from lwm.domains.base import TaskOption
 from lwm.domains.db import spec
 
 __all__ = ["DOMAIN"]
@@ -19,6 +20,7 @@ DOMAIN = Domain(
     description="sqlite3 and psql (PostgreSQL 15) sessions; actions are SQL, observations what the client prints",
     system_prompt=spec.system_prompt,
     parse_action=spec.parse_action,
+    invalid_answer=spec.invalid_answer,
     action_format=spec.ACTION_FORMAT,
     action_lang=spec.ACTION_LANG,
     tool=AgentTool("run_sql", (
@@ -32,6 +34,7 @@ DOMAIN = Domain(
                    'rolled back, changed nothing.'),
     trivial_observation=spec.trivial_observation,
     environment=Lazy("lwm.domains.db.env:DbEnv"),
+    task_options=(TaskOption("engine", " or ".join(map(repr, spec.ENGINES)), lambda v: v in spec.ENGINES),),
     suite=Lazy("lwm.domains.db.suite"),
     tasks=Lazy("lwm.domains.db.tasks"),
     assets=(Asset("PostgreSQL template cluster", _postgres_template),),

@@ -196,9 +196,11 @@ class DbEnv(ControlledEnvironment):
         if self._control is None:
             raise EnvironmentClosedError("call reset() before step()")
         try:
-            sql = domain.parse_action(action) if action.strip() else action
+            sql = domain.parse_action(action)
         except ActionFormatError as e:
-            return StepResult(f"lwm: action not sent to the client: {e.reason}", info={"action_error": e.reason})
+            if (answer := domain.invalid_answer(e.reason, "")) is not None:
+                return StepResult(answer, info={"action_error": e.reason})
+            sql = action
         t0 = time.monotonic()
         # The server cancels postgres statements itself (statement_timeout); the client-side
         # interrupt is the fallback for sqlite3 and for a session that disabled it.

@@ -79,6 +79,16 @@ Write brief reasoning, then the output inside <predicted_observation></predicted
 """
 
 
+EMPTY_ACTION = "empty action: type at least one statement"
+
+
+def invalid_answer(reason: str, previous: str) -> str | None:
+    """What the session answers to an action :func:`parse_action` refuses: it is not sent
+    to the client, except an empty one, which is typed like any line (the client prints
+    nothing new)."""
+    return None if reason == EMPTY_ACTION else f"lwm: action not sent to the client: {reason}"
+
+
 def parse_action(action: str) -> str:
     """Check a database action: non-empty SQL text.
 
@@ -95,7 +105,7 @@ def parse_action(action: str) -> str:
     if not isinstance(action, str):
         raise ActionFormatError(NAME, repr(action), "expected SQL text")
     if not action.strip():
-        raise ActionFormatError(NAME, action, "empty action: type at least one statement")
+        raise ActionFormatError(NAME, action, EMPTY_ACTION)
     if len(action) > MAX_ACTION_CHARS:
         raise ActionFormatError(NAME, action, f"{len(action)} characters; at most {MAX_ACTION_CHARS}")
     bad = _CONTROL.search(action.replace("\r\n", "\n"))
@@ -109,11 +119,29 @@ def parse_action(action: str) -> str:
     return action.replace("\r\n", "\n")
 
 
+#: Words an SQL statement of SQLite or PostgreSQL starts with.
+_STATEMENT_WORDS = frozenset("""
+ABORT ALTER ANALYZE ANALYSE ATTACH BEGIN CALL CHECKPOINT CLOSE CLUSTER COMMENT COMMIT COPY CREATE DEALLOCATE DECLARE
+DELETE DETACH DISCARD DO DROP END EXECUTE EXPLAIN FETCH GRANT IMPORT INSERT LISTEN LOAD LOCK MOVE NOTIFY PRAGMA
+PREPARE REASSIGN REFRESH REINDEX RELEASE REPLACE RESET REVOKE ROLLBACK SAVEPOINT SECURITY SELECT SET SHOW START
+TABLE TRUNCATE UNLISTEN UPDATE VACUUM VALUES WITH (
+""".split())
+
+
 def ends_a_statement(text: str) -> bool:
     """Whether an agent's SQL finishes at least one statement (``;``) or is a client
-    meta-command (``.tables``, ``\\dt``): the format it is asked for."""
+    meta-command (``.tables``, ``\\dt``): the format it is asked for. Every finished
+    statement must start with an SQL statement's word (``SELECT``, ``INSERT`` …): a
+    sentence ending in ``;`` is prose.
+
+    >>> ends_a_statement("INSERT INTO t VALUES (1);"), ends_a_statement("I inserted the row;")
+    (True, False)
+    """
     stripped = text.strip()
-    return stripped.startswith((".", "\\")) or any(True for _ in _finished_statements(stripped))
+    if stripped.startswith((".", "\\")):
+        return True
+    statements = list(_finished_statements(stripped))
+    return bool(statements) and all(words[0] in _STATEMENT_WORDS or words[0].startswith("(") for words in statements)
 
 
 def canonical(observation: str) -> str:

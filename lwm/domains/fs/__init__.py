@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
+from lwm.domains.base import SHELL_SETUP
 from lwm.domains.fs import spec
 from lwm.domains.mcp.spec import canonical
 from lwm.envs.assets import install_node_packages
@@ -27,6 +28,7 @@ DOMAIN = Domain(
                    'exactly the asked content, as the tool results show; a result marked [tool error] changed '
                    'nothing.'),
     environment=Lazy("lwm.domains.fs.env:FsEnv"),
+    task_options=(SHELL_SETUP,),
     suite=Lazy("lwm.domains.fs.suite"),
     tasks=Lazy("lwm.domains.fs.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),),

@@ -32,7 +32,7 @@ from mcp.shared.message import SessionMessage
 
 from lwm.domains.mcp import spec as domain_mcp
 from lwm.envs import assets
-from lwm.envs.base import EnvironmentBase, StepResult, Task
+from lwm.envs.base import EnvironmentBase, StepResult, Task, invalid_action
 from lwm.envs.sandbox import Sandbox, SandboxLimits
 from lwm.errors import ActionFormatError, EnvironmentClosedError, SandboxError
 
@@ -399,7 +399,7 @@ class McpToolEnv(EnvironmentBase):
         try:
             call = domain_mcp.parse_action(action)
         except ActionFormatError as e:
-            return StepResult(f"{domain_mcp.INVALID_ACTION} {e.reason}", info={"action_error": e.reason})
+            return StepResult(invalid_action(e.reason, ""), info={"action_error": e.reason})
         t0 = time.monotonic()
         try:
             result = self.conn.call_tool(call.name, call.arguments)

@@ -21,7 +21,7 @@ from lwm.envs.base import Task
 
 _TICKETS = Path(__file__).with_name("servers") / "tickets.py"
 _SQLITE_MAIN = "import sys, mcp_server_sqlite; sys.argv[0] = 'mcp-server-sqlite'; mcp_server_sqlite.main()"
-SERVERS = ("sqlite", "memory", "tickets")
+SERVERS = domain.SERVERS
 _VIEWS = {"sqlite": domain.call("read_query", query="SELECT type, name, sql FROM sqlite_master ORDER BY name"),
           "memory": domain.call("read_graph"), "tickets": domain.call("list_tickets", page_size=50)}
 DEFAULT_SERVER = "tickets"

@@ -37,6 +37,8 @@ NAME = "mcp"
 MAX_ACTION_CHARS = 64_000
 MAX_OBSERVATION_CHARS = 16_000
 TRUNCATED = "\n[lwm: output truncated]"
+#: The MCP servers a task can start (``Task.options["server"]``).
+SERVERS = ("sqlite", "memory", "tickets")
 TOOL_ERROR, PROTOCOL_ERROR, INVALID_ACTION = "[tool error]", "[protocol error", "[invalid action]"
 
 _OBSERVATION_RULES = """\
@@ -80,7 +82,7 @@ def format_action(call: ToolCall) -> str:
     return json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
 
 
-def call(name: str, **arguments: Any) -> str:
+def call(name: str, /, **arguments: Any) -> str:
     """A tool-call action text, for suites: ``call("read_file", path="/app/a")``."""
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 

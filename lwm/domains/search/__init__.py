@@ -19,6 +19,7 @@ DOMAIN = Domain(
     description="web_search / web_extractor over an offline corpus (Python docs); observations results and pages",
     system_prompt=spec.system_prompt,
     parse_action=spec.parse_action,
+    invalid_answer=spec.invalid_answer,
     action_format=spec.ACTION_FORMAT,
     tool=AgentTool("call_search_tool", (
         'Search the documentation or read a page, and return the results. The action is a JSON object: '

@@ -113,7 +113,7 @@ class SearchEnv(ControlledEnvironment):
         try:
             call = sd.parse_action(action)
         except ActionFormatError as e:
-            return StepResult(f"Error: invalid tool call: {e.reason}", info={"action_error": e.reason})
+            return StepResult(sd.invalid_answer(e.reason, ""), info={"action_error": e.reason})
         if call.name == "web_search":
             reply = self._ask({"op": "search", "queries": list(call.queries), "k": self.results_per_query,
                                "max_terms": sd.MAX_QUERY_WORDS})

@@ -154,6 +154,11 @@ class ToolCall:
     goal: str = ""
 
 
+def invalid_answer(reason: str, previous: str) -> str:
+    """The engine's answer to a call :func:`parse_action` refuses."""
+    return f"Error: invalid tool call: {reason}"
+
+
 def parse_action(action: str | dict) -> ToolCall:
     """Parse a search action.
 

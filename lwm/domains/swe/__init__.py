@@ -13,6 +13,7 @@ DOMAIN = Domain(
     description="a git repository with read/edit/write/bash/grep/glob tools; observations the tools' envelopes",
     system_prompt=spec.system_prompt,
     parse_action=spec.parse_action,
+    invalid_answer=spec.invalid_answer,
     action_format=spec.ACTION_FORMAT,
     tool=AgentTool("call_tool", (
         'Call a coding tool in the repository /app/repo and return its output. The action is a JSON object '

@@ -16,6 +16,7 @@ from /run/lwm/config.json. Result texts follow the envelopes documented in
 """
 
 import base64
+import contextlib
 import fcntl
 import fnmatch
 import io
@@ -221,6 +222,7 @@ def tool_bash(command, timeout=None, description=None):
         if not killpg(proc.pid):
             break
         time.sleep(0.005)
+    kill_strays()
     proc.stdout.close()
     fcntl.fcntl(cwd_r, fcntl.F_SETFL, os.O_NONBLOCK)
     try:
@@ -254,6 +256,30 @@ def tool_bash(command, timeout=None, description=None):
     if note:
         text += "\n" + note
     return text, timed_out or code != 0
+
+
+def kill_strays():
+    """SIGKILL every process of the sandbox but this controller and its ancestors: what a
+    call started outside its process group too (``setsid``, a double fork). A few passes,
+    for processes forked while the first one ran."""
+    keep, pid = set(), os.getpid()
+    while pid > 0 and pid not in keep:
+        keep.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    for _ in range(5):
+        others = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) not in keep]
+        if not others:
+            return
+        for other in others:
+            try:
+                os.kill(other, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
 
 
 def killpg(pgid):
@@ -290,8 +316,23 @@ class Budget:
             raise ToolError(f"Search stopped after visiting {CONFIG['walk_max_entries']} files and directories. "
                             "Use a more specific path or pattern.")
         if time.monotonic() > self.deadline:
-            raise ToolError(f"Search stopped after {CONFIG['walk_max_seconds']:g} seconds. "
-                            "Use a more specific path or pattern.")
+            self.stop()
+
+    def stop(self, *_):
+        raise ToolError(f"Search stopped after {CONFIG['walk_max_seconds']:g} seconds. "
+                        "Use a more specific path or pattern.")
+
+    @contextlib.contextmanager
+    def alarm(self):
+        """Stop at the deadline inside one match too: a catastrophic pattern (``(a+)+$``)
+        never comes back to :meth:`spend` (the controller answers from the main thread)."""
+        previous = signal.signal(signal.SIGALRM, self.stop)
+        signal.setitimer(signal.ITIMER_REAL, max(self.deadline - time.monotonic(), 0.001))
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def list_dir(d, budget):
@@ -359,12 +400,13 @@ def tool_grep(pattern, path=None, glob=None, output_mode="files_with_matches", h
     show_n, ctx = flags.get("-n", True), flags.get("-C", 0) if output_mode == "content" else 0
     hits = []  # (path, [(index, line)], lines)
     budget = Budget()
-    for p in order_by_mtime(search_files(root, glob, budget)):
-        budget.spend(0)  # reading and matching count against its time
-        lines = split_lines(show(read_text(p)))
-        matched = [i for i, line in enumerate(lines) if rx.search(line)]
-        if matched:
-            hits.append((p, matched, lines))
+    with budget.alarm():
+        for p in order_by_mtime(search_files(root, glob, budget)):
+            budget.spend(0)  # reading and matching count against its time
+            lines = split_lines(show(read_text(p)))
+            matched = [i for i, line in enumerate(lines) if rx.search(line)]
+            if matched:
+                hits.append((p, matched, lines))
     if output_mode == "files_with_matches":
         paths = [p for p, _, _ in hits][:head_limit]
         if not paths:

@@ -142,7 +142,7 @@ class SweEnv(ControlledEnvironment):
         try:
             call = domain.parse_action(action)
         except ActionFormatError as e:
-            return StepResult(domain.tool_error(f"Malformed tool call: {e.reason}"),
+            return StepResult(domain.invalid_answer(e.reason, ""),
                               info={"action_error": e.reason, "is_error": True})
         refusal = domain.validate(call)
         if refusal is not None:

@@ -97,6 +97,11 @@ def tool_error(message: str) -> str:
     return f"<tool_use_error>{message}</tool_use_error>"
 
 
+def invalid_answer(reason: str, previous: str) -> str:
+    """The harness's answer to a call :func:`parse_action` refuses."""
+    return tool_error(f"Malformed tool call: {reason}")
+
+
 def validate(call: ToolCall) -> str | None:
     """The harness's answer to a call it refuses before running it, or ``None``.
 

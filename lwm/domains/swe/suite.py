@@ -35,7 +35,7 @@ R = "/app/repo"
 _UNITS = (Path(__file__).with_name("repos") / "units.py").read_text()
 
 
-def call(name: str, **arguments) -> str:
+def call(name: str, /, **arguments) -> str:
     """A tool call action (JSON text)."""
     return format_action(name, **arguments)
 

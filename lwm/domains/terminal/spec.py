@@ -131,10 +131,40 @@ def keys(*items: str | tuple[str, float], duration: float = 0.3) -> str:
                           for text, dur in (item if isinstance(item, tuple) else (item, duration) for item in items)])
 
 
+#: bash's reserved words and builtins: a command line may start with any of them.
+_BASH_WORDS = frozenset("""
+! [[ { ( case coproc for function if select time until while . : [ alias bg bind break builtin caller cd command
+compgen complete compopt continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash help
+history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source
+suspend test times trap true type typeset ulimit umask unalias unset wait
+""".split())
+
+
 def one_command(text: str) -> bool:
-    """Whether an agent wrote one command line (or keystroke JSON): the format it is asked for."""
+    """Whether an agent wrote one command line (or keystroke JSON): the format it is asked
+    for. A line counts when its first word (after ``VAR=value`` assignments) is a bash
+    reserved word or builtin, a path, or a program on ``PATH`` (the sandbox shows the
+    host's ``/usr``), and its quotes close: a sentence restating the task is prose, not a
+    command, though the shell would take it.
+
+    >>> one_command("grep -c ERROR /app/log.txt > /app/count.txt"), one_command("Create the file /app/out.txt")
+    (True, False)
+    """
+    import shlex
+    import shutil
+
     stripped = text.strip()
-    return bool(stripped) and ("\n" not in stripped or stripped.startswith("["))
+    if stripped.startswith("["):
+        return True   # keystrokes: the action format itself decides
+    if not stripped or "\n" in stripped:
+        return False
+    try:
+        words = shlex.split(stripped, comments=True)
+    except ValueError:   # an unclosed quote: "Let's …"
+        return False
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)] or ["true"]
+    first = words[0]
+    return first in _BASH_WORDS or "/" in first or shutil.which(first) is not None
 
 
 def probe_keys(command: str) -> str:
@@ -291,16 +321,23 @@ def observed_change(previous: str, action: str, observation: str, system: str = 
     """The change :func:`render_change` turns back into ``observation`` (the shortest: as
     many of the screen's first lines as possible are the previous screen's), or ``None``
     when no change does (``clear``, a full-screen program: the screen no longer continues
-    the previous one).
+    the previous one). Typing appends to the cursor's line, so the change's first line
+    starts with what that line held, unless the screen filled up and scrolled it away; text
+    where that is not so is not a screen (a command's raw output after another's).
 
     >>> observed_change("$ pwd\\n/app\\n$", "", "$ pwd\\n/app\\n$ ls\\na.txt\\n$")
     '$ ls\\na.txt\\n$'
+    >>> observed_change("a.txt\\nb.txt", "", "hello") is None
+    True
     """
-    above = _screen_lines(previous)[:-1]
+    before = _screen_lines(previous)
+    above, cursor = before[:-1], before[-1] if before else ""
     after = _screen_lines(observation)
     target = "\n".join(after)
+    scrolled = len(after) >= _size(system)[1]
     for kept in range(min(len(above), len(after)), -1, -1):
-        if after[:kept] == above[len(above) - kept:]:
+        continues = kept == len(after) or after[kept].startswith(cursor) or (scrolled and kept == 0)
+        if continues and after[:kept] == above[len(above) - kept:]:
             change = "\n".join(after[kept:])
             if render_change(change, previous, action, system) == target:
                 return change

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Domain, Lazy, rubrics
+from lwm.domains.base import TaskOption
 from lwm.domains.web import spec
 
 __all__ = ["DOMAIN"]
@@ -25,9 +26,11 @@ DOMAIN = Domain(
     reward_rubric=('Success in a browser: the page state the task asks for (a form sent, an item in the cart, an '
                    'answer given with send_msg_to_user) shows in the last accessibility trees.'),
     ends_episode=spec.ends_episode,
+    invalid_answer=spec.invalid_answer,
     render_change=spec.render_change,
     observed_change=spec.observed_change,
     change_instruction=spec.CHANGE_INSTRUCTION,
     environment=Lazy("lwm.domains.web.env:WebEnv"),
+    task_options=(TaskOption("start_url", "text: the page the episode starts on", lambda v: isinstance(v, str)),),
     suite=Lazy("lwm.domains.web.suite"),
 )

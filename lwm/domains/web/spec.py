@@ -195,6 +195,18 @@ def _check_types(name: str, args: dict, text: str) -> None:
             raise ActionFormatError(NAME, text, f"{key} must be a number (at most 100000 in size)")
 
 
+def invalid_answer(reason: str, previous: str) -> str:
+    """The browser's answer to an action :func:`parse_action` refuses: the page as it was
+    (``previous``), its head's ``Error:`` line saying why.
+
+    >>> invalid_answer("not a function call", "URL: http://a/\\nTitle: A\\n\\n[1] button 'Go'")
+    "URL: http://a/\\nTitle: A\\nError: invalid action: not a function call\\n\\n[1] button 'Go'"
+    """
+    head, sep, tree = previous.partition("\n\n")
+    lines = [line for line in head.splitlines() if line and not line.startswith("Error: ")]
+    return "\n".join([*lines, f"Error: invalid action: {reason}"]) + (sep or "\n\n") + tree
+
+
 def ends_episode(action: str) -> bool:
     """Whether the action ends the episode: ``send_msg_to_user(text)``, the answer to the user."""
     try:
