@@ -35,13 +35,17 @@ class RequestGuard:
         app: the application.
         max_body_bytes: largest body accepted.
         refused: top-level JSON fields refused, each with the reason given to the client.
+        check: ``check(path, body) -> problem | None`` for a POST's JSON object (the fields
+            an application would fail on with a 500).
     """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_BODY_BYTES,
-                 refused: Mapping[str, str] | None = None) -> None:
+                 refused: Mapping[str, str] | None = None,
+                 check: Callable[[str, dict], str | None] | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.refused = dict(refused or {})
+        self.check = check
 
     def __getattr__(self, name: str) -> Any:   # app.state, routes … of the wrapped app
         return getattr(self.app, name)
@@ -61,23 +65,26 @@ class RequestGuard:
             more = message.get("more_body", False)
             if len(body) > self.max_body_bytes:
                 return await _error(send, 413, f"the request body is over {self.max_body_bytes} bytes")
-        if scope.get("method") == "POST" and body:
-            problem = self._problem(body)
+        if scope.get("method") == "POST" and (body or self.check is not None):
+            problem = self._problem(scope.get("path", ""), body)
             if problem:
                 return await _error(send, 400, problem)
         return await self._call(scope, body, receive, send)
 
-    def _problem(self, body: bytes) -> str | None:
+    def _problem(self, path: str, body: bytes) -> str | None:
+        if not body:
+            return "the request body is empty: a JSON object is expected"
         try:
             obj = json.loads(body)
         except (ValueError, RecursionError):
             return "the request body is not JSON"
         if not isinstance(obj, dict):
-            return f"the request body must be a JSON object, not {type(obj).__name__}"
+            kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(type(obj), "a number")
+            return f"the request body must be a JSON object, not {kind}"
         for name, why in self.refused.items():
             if name in obj:
                 return f"{name!r} is not accepted: {why}"
-        return None
+        return self.check(path, obj) if self.check is not None else None
 
     async def _call(self, scope: dict, body: bytes, client_receive, send) -> None:
         sent = False

@@ -146,8 +146,10 @@ def _text_or_file(value: str | None, flag: str) -> str | None:
     exits 2 when that file cannot be read."""
     if value is None or not value.startswith("@"):
         return value
+    from lwm.data.importers import _read_file  # a regular file of bounded size (not a pipe, not /dev/zero)
+
     try:
-        return Path(value[1:]).read_text(encoding="utf-8").rstrip("\n")
+        return _read_file(Path(value[1:])).decode("utf-8").rstrip("\n")
     except (OSError, UnicodeDecodeError) as e:
         fail(ValueError(f"{flag} {value}: cannot read the file ({getattr(e, 'strerror', None) or e})"))
 

@@ -223,7 +223,7 @@ class Domain:
         >>> domains.get("code").check_task(Task("t", options={"cell_timeout": "abc"}))
         Traceback (most recent call last):
         ...
-        ValueError: option cell_timeout='abc' of a code task: expected a number of seconds in (0, 3600]
+        ValueError: option cell_timeout='abc' of a task of code: expected a number of seconds in (0, 3600]
 
         Raises:
             ValueError: the first problem found.
@@ -231,9 +231,9 @@ class Domain:
         known = {o.name: o for o in (*COMMON_TASK_OPTIONS, *self.task_options)}
         for name, value in task.options.items():
             if name not in known:
-                raise ValueError(f"unknown option {name!r} of a {self.name} task; known: {', '.join(sorted(known))}")
+                raise ValueError(f"unknown option {name!r} of a task of {self.name}; known: {', '.join(sorted(known))}")
             if not known[name].valid(value):
-                raise ValueError(f"option {name}={value!r:.80} of a {self.name} task: expected {known[name].values}")
+                raise ValueError(f"option {name}={value!r:.80} of a task of {self.name}: expected {known[name].values}")
 
     def refusal(self, action: str, previous: str = "") -> Refusal | None:
         """The real environment's answer when it refuses ``action`` as malformed, or

@@ -31,8 +31,8 @@ def seed_file_problem(path: Any, paths: Iterable[str] = ()) -> str | None:
     """Why ``path`` cannot be a seed file (``Task.files``) beside ``paths``, or ``None``:
     it must be text, absolute and normalised (no ``..``, ``.`` or ``//``) under
     :data:`SEED_DIRS`, and not also the directory of another seed file."""
-    if not isinstance(path, str) or "\0" in path:
-        return f"seed file path {path!r} is not text"
+    if not isinstance(path, str) or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return f"seed file path {path!r} is not text (or holds a control character)"
     if not path.startswith(SEED_DIRS) or posixpath.normpath(path) != path:
         return f"seed file {path!r} must be a plain absolute path under /root, /app or /tmp"
     if any(other.startswith(path + "/") for other in paths):

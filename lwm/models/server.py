@@ -8,6 +8,7 @@ interleaved requests from several episodes still reuse their shared prefixes.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -27,6 +28,48 @@ from lwm.models.embedded import (
 #: Request fields the runtime must not see: llama.cpp parses a grammar in C, and a
 #: malformed one ends the process (llama-cpp-python 0.3.36).
 REFUSED_FIELDS = {"grammar": "a llama.cpp grammar that fails to parse crashes the server; use response_format"}
+
+
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+_TYPES = {"max_tokens": int, "n": int, "seed": int, "top_k": int, "stream": bool, "logprobs": bool,
+          "top_logprobs": int, "temperature": float, "top_p": float, "min_p": float, "repeat_penalty": float,
+          "presence_penalty": float, "frequency_penalty": float}
+
+
+def check_request(path: str, body: dict) -> str | None:
+    """What is wrong with an OpenAI-style request body before llama-cpp-python sees it
+    (where it would answer 500), or ``None``: messages a non-empty list of ``{role, content}``
+    with text content, a completion's prompt text, numbers and flags of their types,
+    ``logit_bias`` keys token ids."""
+    if path.endswith("/chat/completions"):
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return "'messages' must be a non-empty list of {role, content} objects"
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or m.get("role") not in _ROLES:
+                return f"messages[{i}] needs a role, one of {', '.join(_ROLES)}"
+            content = m.get("content")
+            if not (content is None or isinstance(content, (str, list))):
+                return f"messages[{i}].content must be text"
+    elif path.endswith("/completions") and not (isinstance(body.get("prompt"), str) or (
+            isinstance(body.get("prompt"), list) and all(isinstance(p, str) for p in body["prompt"]))):
+        return "'prompt' must be text or a list of texts"
+    for key, kind in _TYPES.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        ok = isinstance(value, bool) if kind is bool else (
+            not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int))
+        if not ok or (kind is not bool and value < 0):
+            return f"{key!r} must be a {'flag' if kind is bool else 'number'}" + ("" if kind is bool else " >= 0")
+    bias = body.get("logit_bias")
+    if bias is not None and not (isinstance(bias, dict) and all(str(k).isdigit() for k in bias)):
+        return "'logit_bias' maps token ids to numbers"
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "the request holds text that is not valid Unicode (a lone surrogate)"
+    return None
 
 
 def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
@@ -68,7 +111,7 @@ def create_app(model_path: str | Path | None = None, name: str | None = None, n_
     if prompt_cache_bytes > 0:
         # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.
         server_app._llama_proxy._current_model.set_cache(bounded_ram_cache(prompt_cache_bytes))
-    return RequestGuard(app, refused=REFUSED_FIELDS)
+    return RequestGuard(app, refused=REFUSED_FIELDS, check=check_request)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:

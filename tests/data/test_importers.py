@@ -2,6 +2,7 @@
 traces of any domain (--format transitions: episodes and (history, action, observation) triples)."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -554,6 +555,11 @@ def test_cli_import_transitions_and_exit_codes(tmp_path):
     r = runner.invoke(app, ["import", "--format", "transitions", "--domain", "nope", fixture, "--out", str(tmp_path / "d")])
     assert r.exit_code == 2 and "unknown domain 'nope'" in r.output
     assert not (tmp_path / "d").exists()
+    os.mkfifo(tmp_path / "pipe")   # a hostile tester's: @FILE of a pipe waited forever, of /dev/zero filled memory
+    for source in (tmp_path / "pipe", "/dev/zero"):
+        r = runner.invoke(app, ["import", "--format", "transitions", "--domain", "terminal", fixture,
+                                "--system-prompt", f"@{source}", "--out", str(tmp_path / "e")])
+        assert r.exit_code == 2 and "not a regular file" in r.output, r.output
 
 
 def test_os_and_android_files_holding_one_json_document(tmp_path):

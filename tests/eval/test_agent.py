@@ -253,16 +253,18 @@ GOOD_TASK = {"name": "t", "instruction": "do it", "check": {"probe": "SELECT 1;"
     *[(json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {path: "x"}}}),
        f":2: malformed task: seed file '{path}' must be a plain absolute path under /root, /app or /tmp")
       for path in ("/etc/passwd", "/app/../etc/x", "app/a", "/app/./a")],
+    (json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {"/app/a\nb": "x"}}}),
+     ":2: malformed task: seed file path '/app/a\\nb' is not text (or holds a control character)"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "files": {"/app/a": "x", "/app/a/b": "y"}}}),
      ":2: malformed task: seed file '/app/a' is also the directory of another seed file"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"engine": "oracle"}}}),
-     ":2: malformed task: option engine='oracle' of a db task: expected 'sqlite' or 'postgres'"),
+     ":2: malformed task: option engine='oracle' of a task of db: expected 'sqlite' or 'postgres'"),
     (json.dumps({"domain": "code", "task": {**GOOD_TASK, "options": {"cell_timeout": "abc"}}}),
-     ":2: malformed task: option cell_timeout='abc' of a code task: expected a number of seconds in (0, 3600]"),
+     ":2: malformed task: option cell_timeout='abc' of a task of code: expected a number of seconds in (0, 3600]"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"max_turns": 0}}}),
-     ":2: malformed task: option max_turns=0 of a db task: expected a whole number >= 1"),
+     ":2: malformed task: option max_turns=0 of a task of db: expected a whole number >= 1"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"egnine": "sqlite"}}}),
-     ":2: malformed task: unknown option 'egnine' of a db task; known: engine, max_turns, system_prompt"),
+     ":2: malformed task: unknown option 'egnine' of a task of db; known: engine, max_turns, system_prompt"),
 ])
 def test_a_broken_task_file_line_is_named(tmp_path, line, message):
     tasks = tmp_path / "tasks.jsonl"

@@ -236,9 +236,13 @@ def test_the_served_model_refuses_what_would_crash_or_stall_it(served):
     assert bad_grammar.status_code == 400 and "grammar" in bad_grammar.json()["error"]["message"]
     huge = httpx.post(url, content=b"x" * (30 << 20), headers={"content-type": "application/json"}, timeout=60)
     assert huge.status_code == 413
-    for body in (b"[1, 2, 3]", b'{"messages": "hello"}', b'{"messages": [{"role": "user", "content": 5}]}'):
+    for body in (b"[1, 2, 3]", b'{"messages": "hello"}', b'{"messages": [{"role": "user", "content": 5}]}',
+                 b'{"messages": []}', b'{"messages": [{"content": "hi"}]}', b"",
+                 b'{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}',
+                 b'{"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"abc": 1}}',
+                 b'{"messages": [{"role": "user", "content": "\\udc80"}]}'):
         r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=30)
-        assert 400 <= r.status_code < 500 or r.json()["error"]["message"].startswith("internal error"), r.text
+        assert 400 <= r.status_code < 500, (body, r.text)   # refused before the runtime sees it
         assert "/lwm/" not in r.text and ".py" not in r.text
     ok = httpx.post(url, json={"messages": MESSAGES, "max_tokens": 2}, timeout=60)   # still serving
     assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] is not None

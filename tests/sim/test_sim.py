@@ -352,6 +352,7 @@ def test_a_malformed_action_gets_the_real_environments_answer_not_the_models():
     ("swe", "grep foo", "<tool_use_error>Malformed tool call: not JSON"),
     ("mcp", '{"arguments": {}}', "[invalid action] 'name' must be"),
     ("os", "this is prose", None),   # import-only: no real answer to copy
+    ("terminal", "[" * 100000 + "]" * 100000, "[invalid action] nested too deeply"),   # a hostile tester's
 ])
 def test_each_domain_refuses_as_its_real_environment_does(domain, action, answer):
     from lwm import domains

@@ -82,12 +82,17 @@ def parse_action(action: str | list) -> list[Keystroke]:
         ActionFormatError: not a JSON list of objects with a string ``keystrokes`` and a
             non-negative number ``duration``.
     """
-    text = action if isinstance(action, str) else json.dumps(action)
+    try:
+        text = action if isinstance(action, str) else json.dumps(action)
+    except (TypeError, ValueError, RecursionError):
+        raise ActionFormatError(NAME, repr(action)[:200], "not text or JSON") from None
     if isinstance(action, str):
         try:
             action = json.loads(action)
         except json.JSONDecodeError as e:
             raise ActionFormatError(NAME, text, f"not JSON ({e.msg})") from None
+        except RecursionError:
+            raise ActionFormatError(NAME, text, "nested too deeply") from None
     if isinstance(action, dict):  # a single item is accepted as a list of one
         action = [action]
     if not isinstance(action, list):
