@@ -97,17 +97,24 @@ class TaskOption:
     values: str
     valid: Callable[[Any], bool]
 
+    @classmethod
+    def choice(cls, name: str, choices: tuple[str, ...]) -> TaskOption:
+        """An option that takes one of ``choices``."""
+        return cls(name, " or ".join(map(repr, choices)), lambda value: value in choices)
 
-def _text(value: Any) -> bool:
+
+def is_text(value: Any) -> bool:
+    """A :attr:`TaskOption.valid` for text."""
     return isinstance(value, str)
 
 
-def _texts(value: Any) -> bool:
+def is_texts(value: Any) -> bool:
+    """A :attr:`TaskOption.valid` for a list of texts."""
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _argv_lists(value: Any) -> bool:
-    return isinstance(value, list) and all(_texts(v) and v for v in value)
+    return isinstance(value, list) and all(is_texts(v) and v for v in value)
 
 
 def _positive_int(value: Any) -> bool:
@@ -116,7 +123,7 @@ def _positive_int(value: Any) -> bool:
 
 #: Options every domain's tasks may carry.
 COMMON_TASK_OPTIONS = (
-    TaskOption("system_prompt", "text: the world model's system prompt for this task (the sim backend)", _text),
+    TaskOption("system_prompt", "text: the world model's system prompt for this task (the sim backend)", is_text),
     TaskOption("max_turns", "a whole number >= 1: the task's own turn budget (a run's --max-turns stays the ceiling)",
                _positive_int),
 )

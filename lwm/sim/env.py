@@ -244,14 +244,14 @@ class SimEnv:
         """
         traj = self._require()
         t0 = time.monotonic()
-        prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
-                          controls=[c.label() for c in self.controls] or None)
         previous = traj.turns[-1].observation if traj.turns else traj.initial_observation
         if (refused := self.spec.refusal(action, previous)) is not None:
             # answered as the real environment answers it: a malformed action reaches nothing
             prov = Provenance(kind="simulated", source=f"{self.domain}/refusal")
             predicted = {"observation": refused.observation, "action_error": refused.reason, "parse_issues": []}
         else:
+            prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
+                              controls=[c.label() for c in self.controls] or None)
             predicted = await self._predict(action)
         for issue in predicted["parse_issues"]:
             self.parse_issues[issue] = self.parse_issues.get(issue, 0) + 1

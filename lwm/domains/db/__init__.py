@@ -34,7 +34,7 @@ DOMAIN = Domain(
                    'rolled back, changed nothing.'),
     trivial_observation=spec.trivial_observation,
     environment=Lazy("lwm.domains.db.env:DbEnv"),
-    task_options=(TaskOption("engine", " or ".join(map(repr, spec.ENGINES)), lambda v: v in spec.ENGINES),),
+    task_options=(TaskOption.choice("engine", spec.ENGINES),),
     suite=Lazy("lwm.domains.db.suite"),
     tasks=Lazy("lwm.domains.db.tasks"),
     assets=(Asset("PostgreSQL template cluster", _postgres_template),),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Asset, Domain, Lazy, rubrics
-from lwm.domains.base import SHELL_SETUP, TaskOption
+from lwm.domains.base import SHELL_SETUP, TaskOption, is_texts
 from lwm.domains.mcp import spec
 from lwm.envs.assets import install_node_packages, install_sandbox_python
 
@@ -25,9 +25,8 @@ DOMAIN = Domain(
     reward_rubric=('Success with tool servers: the records the task asks for exist with the asked values, as the '
                    "tools' results show; a result marked as an error changed nothing."),
     environment=Lazy("lwm.domains.mcp.env:McpEnv"),
-    task_options=(TaskOption("server", " or ".join(map(repr, spec.SERVERS)), lambda v: v in spec.SERVERS), SHELL_SETUP,
-                  TaskOption("initial_views", "a list of tool-call actions shown as the initial state",
-                             lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v))),
+    task_options=(TaskOption.choice("server", spec.SERVERS), SHELL_SETUP,
+                  TaskOption("initial_views", "a list of tool-call actions shown as the initial state", is_texts)),
     suite=Lazy("lwm.domains.mcp.suite"),
     tasks=Lazy("lwm.domains.mcp.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),

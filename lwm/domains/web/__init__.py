@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lwm.domains import AgentTool, Domain, Lazy, rubrics
-from lwm.domains.base import TaskOption
+from lwm.domains.base import TaskOption, is_text
 from lwm.domains.web import spec
 
 __all__ = ["DOMAIN"]
@@ -31,6 +31,6 @@ DOMAIN = Domain(
     observed_change=spec.observed_change,
     change_instruction=spec.CHANGE_INSTRUCTION,
     environment=Lazy("lwm.domains.web.env:WebEnv"),
-    task_options=(TaskOption("start_url", "text: the page the episode starts on", lambda v: isinstance(v, str)),),
+    task_options=(TaskOption("start_url", "text: the page the episode starts on", is_text),),
     suite=Lazy("lwm.domains.web.suite"),
 )
