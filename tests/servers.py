@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 import httpx
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 
 def free_port() -> int:
@@ -80,11 +81,26 @@ def completion(content: str, finish_reason: str | None = "stop", usage: dict | N
             **({"usage": usage} if usage else {})}
 
 
+def streamed(body: dict) -> StreamingResponse:
+    """A ``chat.completion`` body sent as the server-sent events of ``stream: true``: one
+    chunk with the message, one with the finish reason, then ``[DONE]``."""
+    choice = body["choices"][0]
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+
+    def events():
+        for delta, finish in ((choice["message"], None), ({}, choice["finish_reason"])):
+            yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': finish}]})}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
 @contextmanager
 def chat_stub(answer):
     """An OpenAI-compatible ``/v1/chat/completions`` on loopback that answers each request
-    body with ``answer(body)``: a dict (sent as JSON with status 200) or a Starlette
-    ``Response``. Yields ``(base_url, request_log)``."""
+    body with ``answer(body)``: a dict (sent as JSON with status 200, or as server-sent
+    events when the request asks ``stream``) or a Starlette ``Response``. Yields
+    ``(base_url, request_log)``."""
     app = FastAPI()
     log: list[dict] = []
 
@@ -92,7 +108,8 @@ def chat_stub(answer):
     async def chat(request: Request):
         body = await request.json()
         log.append(body)
-        return answer(body)
+        out = answer(body)
+        return streamed(out) if body.get("stream") and isinstance(out, dict) else out
 
     with serve_app(app) as url:
         yield f"{url}/v1", log

@@ -341,6 +341,34 @@ def report(
     note(f"wrote {call(write_html_report, runs, out, title=title)}")
 
 
+@app.command("check-env")
+def check_env(
+    domain: str = typer.Argument(..., help="A domain's name (built in, or an installed package's lwm.domains entry "
+                                 "point), or module:attribute of a Domain object (e.g. my_package.kv:DOMAIN)."),
+) -> None:
+    """Check a domain's real environment on its own suite, as Gymnasium's check_env does: reset
+    and step types, malformed actions answered alike by both backends, determinism of two
+    identical episodes, step before reset and after close, close twice. Exit 1 if a check fails."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from lwm import domains
+    from lwm.domains.check import check_env as run_checks
+
+    spec = call(domains.load, domain)
+    checks = call(run_checks, spec)
+    table = Table(title=f"lwm check-env {spec.name}")
+    for column in ("check", "status", "detail"):
+        table.add_column(column, overflow="fold")
+    colours = {"pass": "green", "fail": "red", "warn": "yellow", "skip": "dim"}
+    for c in checks:
+        table.add_row(escape(c.name), f"[{colours[c.status]}]{c.status}[/]", escape(c.detail))
+    Console(soft_wrap=True).print(table)
+    if failed := [c.name for c in checks if c.status == "fail"]:
+        note(f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}", "red")
+        raise typer.Exit(1)
+
+
 agent_app = typer.Typer(help="Agents (policies) on the domains' task families: evaluate them in the real "
                         "environment or in the simulator; measure reward models against the real verifier.",
                         no_args_is_help=True, rich_markup_mode=None)

@@ -92,6 +92,7 @@ def verdicts_cmd(
     kind: list[str] = option(VerdictDataConfig, "kinds", "--kind", help_suffix="Repeat for several."),
     negatives_per_positive: float = option(VerdictDataConfig, "negatives_per_positive", min=0.01),
     easy_share: float = option(VerdictDataConfig, "easy_share", min=0.0, max=1.0),
+    trace_weight: int = option(VerdictDataConfig, "trace_weight", min=1),
     from_runs: list[Path] = option(VerdictDataConfig, "from_runs", "--from", metavar="<path>",
                                    help_suffix="Repeat for several."),
     workers: int = option(VerdictDataConfig, "workers", min=1),
@@ -103,7 +104,7 @@ def verdicts_cmd(
 
     config = call(VerdictDataConfig, out=out, domains=tuple(domain), tasks=tasks, heldout_tasks=heldout_tasks,
                   seed=seed, kinds=tuple(kind) or KINDS, negatives_per_positive=negatives_per_positive,
-                  easy_share=easy_share, from_runs=tuple(from_runs), workers=workers)
+                  easy_share=easy_share, from_runs=tuple(from_runs), trace_weight=trace_weight, workers=workers)
     res = call(build_verdict_data, config, show_progress=progress, resume=out)
     s = res.summary
     ex = s["examples"]

@@ -97,6 +97,9 @@ class VerdictDataConfig:
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
             real run, ``metadata.real_reward`` of a replayed simulated one).
+        trace_weight: each ``train`` example from ``from_runs`` appears this many times
+            (the simulator's own histories, labelled by replay, are few beside the played
+            attempts, and the closed loop is judged on such histories).
         workers: tasks played at once (each in its own sandbox).
     """
 
@@ -109,6 +112,7 @@ class VerdictDataConfig:
     negatives_per_positive: float = 1.0
     easy_share: float = 0.1
     from_runs: tuple[Path, ...] = ()
+    trace_weight: int = 1
     workers: int = 2
 
     def __post_init__(self) -> None:
@@ -127,11 +131,13 @@ class VerdictDataConfig:
             raise ValueError(f"negatives_per_positive must be positive, got {self.negatives_per_positive}")
         if not 0 <= self.easy_share <= 1:
             raise ValueError(f"easy_share must be in [0, 1], got {self.easy_share}")
+        if self.trace_weight < 1:
+            raise ValueError(f"trace_weight must be at least 1, got {self.trace_weight}")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""
         d = asdict(self)
-        for k in ("out", "workers", "negatives_per_positive", "easy_share", "from_runs"):
+        for k in ("out", "workers", "negatives_per_positive", "easy_share", "from_runs", "trace_weight"):
             d.pop(k)
         d["domains"], d["kinds"] = list(self.domains), list(self.kinds)
         return d
@@ -398,6 +404,16 @@ def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int
     return out
 
 
+def _weighted(rows: list[Trajectory], trace_weight: int, seed: int) -> list[Trajectory]:
+    """``rows`` with every trace (an episode of ``from_runs``) ``trace_weight`` times, in a
+    seeded order."""
+    if trace_weight == 1:
+        return rows
+    out = rows + [t for t in rows if t.id.endswith("/trace")] * (trace_weight - 1)
+    random.Random(seed).shuffle(out)
+    return out
+
+
 def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True) -> VerdictDataResult:
     """Play and label the attempts, then write the episodes and the verdict examples
     (resumable: finished tasks are not played again).
@@ -429,7 +445,8 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     splits: dict[str, list[Trajectory]] = defaultdict(list)
     for t in episodes:
         splits[_split_of(t)].append(t)
-    written = {"train": balance(splits["train"], config.negatives_per_positive, config.seed, config.easy_share),
+    written = {"train": _weighted(balance(splits["train"], config.negatives_per_positive, config.seed,
+                                          config.easy_share), config.trace_weight, config.seed),
                "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1,
                                      config.easy_share),
                "heldout": splits["heldout"]}
@@ -446,6 +463,7 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
 
     summary = {"settings": config.settings(), "from_runs": [str(p) for p in config.from_runs],
                "negatives_per_positive": config.negatives_per_positive, "easy_share": config.easy_share,
+               "trace_weight": config.trace_weight,
                "episodes": len(episodes), "traces": len(traces), "traces_skipped": dict(skipped),
                "examples": {k: len(v) for k, v in written.items()},
                "played": counts(episodes), "written": {k: counts(v) for k, v in written.items()},

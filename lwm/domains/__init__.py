@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from lwm.domains.base import AgentTool, Asset, Domain
 from lwm.errors import AssetMissingError, UnknownDomainError
 
-__all__ = ["AgentTool", "Asset", "Domain", "Lazy", "BUILTIN", "find", "get", "names", "register", "setup", "unregister"]
+__all__ = ["AgentTool", "Asset", "Domain", "Lazy", "BUILTIN", "find", "get", "load", "names", "register", "setup",
+           "unregister"]
 
 #: The built-in domains: real environments here, then import-only ones.
 BUILTIN = ("terminal", "fs", "mcp", "db", "code", "search", "web", "swe", "os", "android")
@@ -68,6 +69,25 @@ def get(name: str) -> Domain:
         raise UnknownDomainError(str(name), names())
     with _lock:
         return _registry.setdefault(name, domain)
+
+
+def load(spec: str) -> Domain:
+    """A domain by its name (:func:`get`), or by ``module:attribute``: a :class:`Domain`
+    object in an importable module, not registered (a domain still being written; ``lwm
+    check-env``).
+
+    Raises:
+        UnknownDomainError: no domain of that name.
+        ImportError: the module cannot be imported.
+        ValueError: the attribute is missing or not a Domain.
+    """
+    if ":" not in spec:
+        return get(spec)
+    module, _, attribute = spec.partition(":")
+    domain = getattr(importlib.import_module(module), attribute, None)
+    if not isinstance(domain, Domain):
+        raise ValueError(f"{spec}: {attribute!r} of {module} is {type(domain).__name__}, not a lwm.domains.Domain")
+    return domain
 
 
 def _entry_points() -> dict:

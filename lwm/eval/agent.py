@@ -36,8 +36,7 @@ from typing import Any
 from lwm import domains
 from lwm.domains.tasks import read_task_file, task_file_digest, task_set
 from lwm.envs.base import Task
-from lwm.envs.episode import Script, ScriptedPolicy, play_episode
-from lwm.errors import EpisodeBrokenError
+from lwm.envs.episode import Script
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
@@ -46,7 +45,7 @@ from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory, backend_spec
 from lwm.sim.policy import PolicySpec, valid_action
-from lwm.sim.rollout import EpisodeJob
+from lwm.sim.rollout import EpisodeJob, play_for_real
 
 
 @dataclass
@@ -156,27 +155,10 @@ class _Episode:
         meta = {"valid_actions": sum(valid_action(spec, a) for a in actions), "actions": len(actions),
                 "real_steps": len(actions) if self.job.factory.backend == "real" else 0}
         if self.replay:
-            real = replay_actions(traj.domain, self.job.task, actions)
+            real = play_for_real(traj.domain, self.job.task, actions).reward
             meta.update(real_reward=real, real_steps=len(actions))
         record["metadata"].update(meta, play_seconds=round(time.monotonic() - t0, 3))
         return record
-
-
-def replay_actions(domain: str, task: Task, actions: list[str]) -> float | None:
-    """Play ``actions`` in a fresh real environment of ``domain`` from ``task``'s start and
-    return the real verifier's verdict (malformed actions are answered, not raised; actions
-    that break the sandbox get 0).
-
-    Raises:
-        NoRealEnvironmentError, SandboxError: as the real environment, at its reset.
-    """
-    from lwm.envs.recorded import RealBackendEnv
-
-    env = RealBackendEnv(domain, domains.get(domain).make_env())
-    try:
-        return play_episode(env, ScriptedPolicy([Script(task, tuple(actions))]), task, max_turns=len(actions)).reward
-    except EpisodeBrokenError:  # the actions broke the sandbox: really a failure
-        return 0.0
 
 
 def _tasks(config: AgentEvalConfig) -> list[tuple[str, Task, tuple[str, ...]]]:

@@ -18,18 +18,12 @@ simulation or judge (:meth:`RowBaseline.generate` raises).
 from __future__ import annotations
 
 from lwm import domains
-from lwm.models import load_model
+from lwm.models import REFERENCE_PREFIX, is_reference, load_model
 from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
 from lwm.prediction import action_of, previous_observation
 from lwm.schema import BenchRow
 
 BASELINES = ("repeat-last", "trivial")
-PREFIX = "baseline:"
-
-
-def is_baseline(spec: str | None) -> bool:
-    """Whether a model spec names a reference predictor (``baseline:…``)."""
-    return bool(spec and spec.startswith(PREFIX))
 
 
 def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
@@ -42,11 +36,11 @@ def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
             with a reference predictor.
         as :func:`lwm.models.load_model`.
     """
-    if not is_baseline(name):
+    if not is_reference(name):
         return load_model(name, **kwargs)
     if kwargs.get("adapter") or kwargs.get("base_url"):
         raise ValueError(f"{name} is a reference predictor: it takes no adapter and no endpoint")
-    return RowBaseline(name.removeprefix(PREFIX))
+    return RowBaseline(name.removeprefix(REFERENCE_PREFIX))
 
 
 class RowBaseline:
@@ -64,7 +58,7 @@ class RowBaseline:
     def __init__(self, kind: str) -> None:
         if kind not in BASELINES:
             raise ValueError(f"unknown baseline {kind!r}; expected one of {', '.join(BASELINES)}")
-        self.kind, self.name = kind, PREFIX + kind
+        self.kind, self.name = kind, REFERENCE_PREFIX + kind
 
     def predict_row(self, row: BenchRow) -> str:
         """The predicted observation text for ``row``.

@@ -80,6 +80,8 @@ from lwm import __version__
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.judge import normalize
 from lwm.jsonl import iter_jsonl, read_json, write_atomic
+from lwm.metrics import FIDELITY_METRICS, HEADLINE_METRIC, METRIC_LABELS
+from lwm.models import REFERENCE_PREFIX, is_reference
 from lwm.parse import observation_text
 from lwm.schema import parse_prompt_item, read_trajectories
 
@@ -89,8 +91,6 @@ CUT_CHARS = 20_000
 #: is quadratic and worse on texts of many equal lines (blank-heavy screens: 2,000 lines
 #: took 42 s on 2 cores), and a report must stay quick to write.
 DIFF_MAX_LINES = 600
-#: Fidelity metrics of ``lwm eval`` (each in [0, 1] per row; ×100 in tables).
-FIDELITY = ("exact", "edit_similarity", "line_f1")
 #: Section titles of the known kinds (others are titled by their name).
 KIND_TITLES = {"eval": "World-model evaluation (lwm eval)", "rollout": "Rollouts (lwm rollout)",
                "collect": "Real episodes (lwm collect)", "agent eval": "Agents (lwm agent eval)",
@@ -300,7 +300,7 @@ def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[l
         fid, err = rec.get("fidelity") or {}, rec.get("error")
         obs = rec.get("observation")
         pred = {"o": obs, "err": err, "iss": rec.get("parse_issues") or [], "dr": len(rec.get("dropped_turns") or []),
-                "m": {**{m: _pct(fid.get(m)) for m in FIDELITY}, "judge": _judge_pct(rec.get("judge"))}}
+                "m": {**{m: _pct(fid.get(m)) for m in FIDELITY_METRICS}, "judge": _judge_pct(rec.get("judge"))}}
         if rec.get("reasoning"):
             pred["rs"] = rec["reasoning"]
         if rec.get("output") and rec.get("output") != obs:
@@ -319,9 +319,11 @@ def _eval_rows(path: Path, records: list[dict], recorded: str | None) -> tuple[l
 
 
 #: Headings of the eval columns shown first (the unit said: metrics are ×100).
-_EVAL_HEADS = {"line_f1": "line F1 ×100", "trivial_line_f1": "trivial reference: line F1 ×100",
-               "exact": "exact ×100", "edit_similarity": "edit similarity ×100", "judge_score": "judge score ×100",
-               "judge_wins": "judge wins ×100"}
+_HEADLINE_FIRST = (HEADLINE_METRIC, *(m for m in FIDELITY_METRICS if m != HEADLINE_METRIC))
+_EVAL_HEADS = {HEADLINE_METRIC: f"{METRIC_LABELS[HEADLINE_METRIC]} ×100",
+               f"trivial_{HEADLINE_METRIC}": f"trivial reference: {METRIC_LABELS[HEADLINE_METRIC]} ×100",
+               **{m: f"{METRIC_LABELS[m]} ×100" for m in _HEADLINE_FIRST[1:]},
+               "judge_score": "judge score ×100", "judge_wins": "judge wins ×100"}
 
 
 def _one(v: float | None) -> str:
@@ -339,7 +341,7 @@ def _eval_headline(summary: dict, model: str, scored_here: int | None) -> str:
     head = f"Line F1 (the headline score, ×100, {mean}): **{_one(line_f1)}** for {{run}}" + (
         f" ({model})" if model else "")
     scored = f"{rows - failed:,} of {rows:,} rows ({failed:,} failed)" if failed else f"{rows:,} rows"
-    if model == "baseline:trivial":
+    if model == f"{REFERENCE_PREFIX}trivial":
         return f"{head}, the trivial reference itself, on {scored}."
     covered = [d for d, g in domains.items() if g.get("trivial_line_f1") is not None]
     if not covered:
@@ -370,7 +372,7 @@ def _load_eval(path: Path) -> Run:
     def counts(d: dict) -> str:
         return ", ".join(f"{k} {n}" for k, n in d.items())
 
-    headline: dict[str, Any] = {"model": model, "reference": "yes" if model.startswith("baseline:") else "",
+    headline: dict[str, Any] = {"model": model, "reference": "yes" if is_reference(model) else "",
                                 "rows": summary["rows"], "failed": summary["failed"]}
     headline |= {f"macro {k}": v for k, v in summary["macro"].items()}
     headline |= {f"micro {k}": v for k, v in summary["micro"].items()}
@@ -381,7 +383,7 @@ def _load_eval(path: Path) -> Run:
             *(m for m in _EVAL_HEADS if m in summary["macro"]))
     return Run(settings=info, headline=headline,
                groups={"domain": summary["domains"], "turn depth": summary["depth"]},
-               chart_metrics=("line_f1", "exact", "edit_similarity", "judge_score", "judge_wins"),
+               chart_metrics=(*_HEADLINE_FIRST, "judge_score", "judge_wins"),
                rows=rows, warnings=warnings, overview=[_eval_headline(summary, model, scored_here)], main=main,
                main_total=("all (mean of domains)" if len(summary["domains"]) > 1 else "all",
                            {"rows": summary["rows"], "failed": summary["failed"], **summary["macro"]}),
@@ -476,7 +478,7 @@ def _load_wm2real(path: Path) -> Run:
     for r in records:
         for s in r.get("steps", []):
             by_depth[s["turn"]].append(s)
-    depth = {str(t): {"steps": len(ss), **{m: _pct(_mean([s[m] for s in ss])) for m in FIDELITY}}
+    depth = {str(t): {"steps": len(ss), **{m: _pct(_mean([s[m] for s in ss])) for m in FIDELITY_METRICS}}
              for t, ss in sorted(by_depth.items())}
     judged = [r for r in records if "agree" in r]
     cell = Counter((r["sim_reward"] >= 0.5, r["real_reward"] >= 0.5) for r in judged)
@@ -486,7 +488,7 @@ def _load_wm2real(path: Path) -> Run:
                   ["simulated: not achieved", cell[False, True], cell[False, False]]])
     all_steps = [s for ss in by_depth.values() for s in ss]
     headline = {"trajectories": len(records), "steps": len(all_steps),
-                **{m: _pct(_mean([s[m] for s in all_steps])) for m in FIDELITY},
+                **{m: _pct(_mean([s[m] for s in all_steps])) for m in FIDELITY_METRICS},
                 "with both rewards": len(judged),
                 "reward agreement": _pct(_mean([1.0 if r["agree"] else 0.0 for r in judged])),
                 "false success": _pct(_mean([1.0 if r["false_success"] else 0.0 for r in judged])),
@@ -495,10 +497,10 @@ def _load_wm2real(path: Path) -> Run:
                  "extra": {"task": r.get("task"), "real reward": r.get("real_reward"), "agree": r.get("agree"),
                            "false success": r.get("false_success")},
                  "st": [{"t": s["turn"], "pk": s.get("kind"), "real": s.get("real_observation"),
-                         "m": {m: _pct(s.get(m)) for m in FIDELITY}} for s in r.get("steps", [])]}
+                         "m": {m: _pct(s.get(m)) for m in FIDELITY_METRICS}} for s in r.get("steps", [])]}
                 for r in records]
     return Run(settings={"file": str(path / "wm2real.jsonl")}, headline=headline, groups={"turn": depth},
-               chart_metrics=("line_f1", "exact", "edit_similarity"), chart_max=100,
+               chart_metrics=_HEADLINE_FIRST, chart_max=100,
                tables=[confusion] if judged else [], episodes=episodes)
 
 

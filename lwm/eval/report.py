@@ -30,8 +30,8 @@ from rich.table import Table
 
 from lwm.eval.judge import normalize
 from lwm.jsonl import dumps, write_atomic
+from lwm.metrics import FIDELITY_METRICS
 
-METRICS = ("exact", "edit_similarity", "line_f1")
 DEPTHS = ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 10**9, "9+"))
 
 
@@ -54,7 +54,7 @@ def _group(records: list[dict]) -> dict:
         "truncated_rows": sum(1 for r in ok if r.get("truncated")),
         "context_cut_rows": sum(1 for r in ok if r.get("context_cut")),
     }
-    for m in METRICS:
+    for m in FIDELITY_METRICS:
         g[m] = _pct([r["fidelity"][m] for r in ok])
     if any("trivial_fidelity" in r for r in ok):  # the reference beside the headline metric
         g["trivial_line_f1"] = _pct([r["trivial_fidelity"]["line_f1"] for r in ok if "trivial_fidelity" in r])
@@ -89,7 +89,7 @@ def summarize(records: list[dict], run_info: dict) -> dict:
         by_domain[r["domain"]].append(r)
         by_depth[_depth(r["turn_idx"])].append(r)
     domains = {d: _group(rs) for d, rs in sorted(by_domain.items())}
-    headline = [m for m in (*METRICS, "trivial_line_f1", "judge_score", "judge_wins")
+    headline = [m for m in (*FIDELITY_METRICS, "trivial_line_f1", "judge_score", "judge_wins")
                 if any(m in g for g in domains.values())]
     macro = {m: round(mean(vals), 2) if (vals := [g[m] for g in domains.values() if g.get(m) is not None]) else None
              for m in headline}
@@ -114,7 +114,7 @@ _WHEN_ANY = ("truncated_rows", "context_cut_rows")
 
 
 def _columns(groups: dict[str, dict]) -> list[str]:
-    return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *METRICS,
+    return [c for c in ("rows", "failed", "parse_issue_rows", "truncated_history_rows", *_WHEN_ANY, *FIDELITY_METRICS,
                         "trivial_line_f1", "judge_score", "judge_wins", "judge_failed", "judge_not_asked",
                         "judge_incomplete", "judge_truncated")
             if any(g.get(c) if c in (*_WHEN_ANY, "judge_not_asked") else c in g for g in groups.values())]

@@ -30,8 +30,9 @@ from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, iter_jsonl, write_atomic
-from lwm.metrics import fidelity
+from lwm.metrics import FIDELITY_METRICS, fidelity
 from lwm.schema import Trajectory, parse_trajectory
+from lwm.sim.rollout import play_for_real
 
 
 @dataclass
@@ -54,36 +55,31 @@ def _task(traj: Trajectory) -> Task:
 
 
 def replay_in_real(traj: Trajectory) -> dict[str, Any]:
-    """Play ``traj``'s actions in a fresh real environment; the per-step comparison.
+    """Play ``traj``'s actions in a fresh real environment
+    (:func:`lwm.sim.rollout.play_for_real`); the per-step comparison. Steps after an action
+    that broke the real sandbox are not compared (``broken`` says why).
 
     Raises:
         KeyError: the trajectory's task cannot be found (``UnknownDomainError``: its domain).
         NoRealEnvironmentError: the domain has no real environment here.
-        SandboxError: the real environment failed.
+        SandboxError: the real environment failed at its reset.
     """
     task = _task(traj)
     spec = domains.get(traj.domain)
-    env = spec.make_env()
-    steps = []
-    try:
-        env.reset(task)
-        for turn in traj.turns:
-            real = env.step(turn.action).observation
-            f = fidelity(turn.observation, real, canonical=spec.canonical)
-            steps.append({"turn": turn.index, **f.to_dict(), "kind": turn.provenance.kind, "real_observation": real})
-        real_reward = env.verify()
-    finally:
-        env.close()
-    sim_reward = traj.reward
+    real = play_for_real(traj.domain, task, [t.action for t in traj.turns])
+    steps = [{"turn": sim.index, **fidelity(sim.observation, done.observation, canonical=spec.canonical).to_dict(),
+              "kind": sim.provenance.kind, "real_observation": done.observation}
+             for sim, done in zip(traj.turns, real.turns)]
+    sim_reward, real_reward = traj.reward, real.reward
     record = {"id": traj.id, "domain": traj.domain, "task": task.name, "steps": steps,
-              "sim_reward": sim_reward, "real_reward": real_reward}
+              "sim_reward": sim_reward, "real_reward": real_reward, "broken": real.metadata.get("broken")}
     if sim_reward is not None and real_reward is not None:
         record["agree"] = (sim_reward >= 0.5) == (real_reward >= 0.5)
         record["false_success"] = sim_reward >= 0.5 and real_reward < 0.5
     return record
 
 
-_STEP_FIELDS = {"turn", "exact", "edit_similarity", "line_f1"}
+_STEP_FIELDS = {"turn", *FIDELITY_METRICS}
 
 
 def _record_problem(record: dict) -> str | None:
@@ -109,12 +105,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "trajectories": len(records),
         "steps": len(steps),
-        "exact": mean([s["exact"] for s in steps]),
-        "edit_similarity": mean([s["edit_similarity"] for s in steps]),
-        "line_f1": mean([s["line_f1"] for s in steps]),
-        "by_depth": {d: {"steps": len(v), "exact": mean([s["exact"] for s in v]),
-                         "edit_similarity": mean([s["edit_similarity"] for s in v]),
-                         "line_f1": mean([s["line_f1"] for s in v])}
+        **{m: mean([s[m] for s in steps]) for m in FIDELITY_METRICS},
+        "by_depth": {d: {"steps": len(v), **{m: mean([s[m] for s in v]) for m in FIDELITY_METRICS}}
                      for d, v in sorted(by_depth.items())},
         "with_both_rewards": len(judged),
         "reward_agreement": mean([1.0 if r["agree"] else 0.0 for r in judged]),

@@ -20,9 +20,22 @@ WORLD_MODEL = "embedded-warmup"
 #: real episodes labelled by the real verifiers (:mod:`lwm.verdict`, docs/results.md).
 VERDICT_MODEL = "embedded-verdict"
 
-__all__ = ["VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation", "Message", "ModelSpec",
-           "SamplingParams", "default_model", "judge_for", "load_model", "prompt_cache_mb", "reward_model_for",
-           "served_model"]
+#: Names of the reference predictors of ``lwm eval`` (``baseline:trivial`` …,
+#: :mod:`lwm.eval.baselines`): no chat model, they predict rows without one.
+REFERENCE_PREFIX = "baseline:"
+
+__all__ = ["REFERENCE_PREFIX", "VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation",
+           "Message", "ModelSpec", "SamplingParams", "default_model", "is_reference", "judge_for", "load_model",
+           "prompt_cache_mb", "reward_model_for", "served_model"]
+
+
+def is_reference(name: str | None) -> bool:
+    """Whether a model name is a reference predictor's (:data:`REFERENCE_PREFIX`).
+
+    >>> is_reference("baseline:trivial"), is_reference("embedded-warmup"), is_reference(None)
+    (True, False, False)
+    """
+    return bool(name and name.startswith(REFERENCE_PREFIX))
 
 
 def judge_for(world_model: str) -> str | None:
@@ -189,7 +202,7 @@ def load_model(
     """
     spec = ModelSpec(name, base_url, api_key, concurrency, timeout, context_window, adapter, merge_adapter,
                      prompt_cache_mb)
-    if name.startswith("baseline:"):
+    if is_reference(name):
         raise ValueError(f"{name} is a reference predictor of lwm eval (lwm.eval.baselines), not a chat model: "
                          "it cannot simulate, judge or act")
     if adapter and (base_url or name.startswith("hf:")):

@@ -235,6 +235,7 @@ async def read_tools(source: str, timeout: float = TOOLS_FROM_TIMEOUT) -> ToolSe
             or listed no valid tools.
     """
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     if source.startswith(("http://", "https://")):
         target: Any = source
@@ -242,7 +243,7 @@ async def read_tools(source: str, timeout: float = TOOLS_FROM_TIMEOUT) -> ToolSe
         argv = shlex.split(source)
         if not argv:
             raise ValueError("--tools-from: an empty command")
-        target = StdioServerParameters(command=argv[0], args=argv[1:])
+        target = stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
     tools: list[dict[str, Any]] = []
     try:
         with anyio.fail_after(timeout):

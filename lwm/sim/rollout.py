@@ -16,13 +16,14 @@ first).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
-from lwm.envs.episode import Script, aplay_episode, play_episode
+from lwm.envs.episode import Script, ScriptedPolicy, aplay_episode, play_episode
 from lwm.errors import EpisodeBrokenError
 from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
@@ -196,6 +197,29 @@ class EpisodeJob:
 
 def _play(job: EpisodeJob) -> dict[str, Any]:
     return job()
+
+
+def play_for_real(domain: str, task: Task, actions: Sequence[str]) -> Trajectory:
+    """``actions`` played in order in a fresh real environment of ``domain`` from ``task``'s
+    start, then the real verifier: what a simulated episode's actions really do (``lwm
+    agent eval --backend sim``'s replay, ``lwm wm2real``).
+
+    Returns:
+        the real episode, its ``reward`` the real verdict (``None``: the task has no
+        verifier). A malformed action is answered as the real environment answers it; an
+        action that breaks the sandbox ends the episode as a failure (reward 0,
+        ``metadata["broken"]``).
+
+    Raises:
+        NoRealEnvironmentError, SandboxError: as the real environment, at its reset.
+    """
+    from lwm.envs.recorded import RealBackendEnv
+
+    env = RealBackendEnv(domain, domains.get(domain).make_env())
+    try:
+        return play_episode(env, ScriptedPolicy([Script(task, tuple(actions))]), task, max_turns=len(actions))
+    except EpisodeBrokenError as e:
+        return e.trajectory
 
 
 def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:

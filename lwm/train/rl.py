@@ -32,8 +32,10 @@ the seconds each step's rollouts spent generating, in the environment and on the
 (the rest of a step, in ``trainer_state.json``'s ``step_time``, is the update).
 
 On GPUs the same command runs under ``accelerate launch -m lwm.cli train rl …``; with
-``--vllm-server-base-url`` TRL's vLLM server generates (``trl vllm-serve``,
-docs/training.md).
+``--vllm-server-base-url`` TRL's vLLM server generates for both objectives (``trl
+vllm-serve``, docs/training.md): for ``agent``, each turn's answers of the active episodes
+are one request to it (:meth:`AgentRollout._generate`), with the weights TRL synced before
+the step.
 """
 
 from __future__ import annotations
@@ -117,8 +119,10 @@ class RLConfig:
         save_steps: checkpoint every N steps (and at the end).
         seed: seed of the task set, the data order, LoRA initialization and sampling.
         resume: continue from the last checkpoint in ``out``.
-        vllm_server_base_url: ``fidelity`` on GPUs: generate with TRL's vLLM server
-            (``trl vllm-serve --model …``) at this URL instead of in-process.
+        vllm_server_base_url: on GPUs: generate with TRL's vLLM server (``trl vllm-serve
+            --model …``) at this URL instead of in-process; TRL pushes the trained weights
+            to it before each step's rollouts. ``agent``: every answer of an episode (the
+            rollout asks the server turn by turn); one training process.
     """
 
     out: Path
@@ -165,9 +169,6 @@ class RLConfig:
                      "save_steps", "lora_r"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.vllm_server_base_url and self.objective == "agent":
-            raise ValueError("the agent objective generates in-process between environment steps; vLLM generation "
-                             "serves the fidelity objective")
         if self.num_generations < 2:
             raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
         if not self.domains and not self.tasks_file:
@@ -442,8 +443,11 @@ class AgentRollout:
         return out
 
     def _generate(self, trainer, tokenizer, active, torch, unwrap) -> list[tuple[list[int], str]]:
-        """One answer for each active episode, sampled from the weights being trained."""
+        """One answer for each active episode, sampled from the weights being trained: by
+        TRL's vLLM when the trainer uses it, else by the model in-process."""
         seqs = [e["prompt_ids"] + e["completion"] for e in active]
+        if getattr(trainer, "use_vllm", False):
+            return [self._answer(tokenizer, row) for row in self._vllm(trainer, seqs)]
         width = max(len(s) for s in seqs)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs])
@@ -459,14 +463,31 @@ class AgentRollout:
                                            eos_token_id=tokenizer.eos_token_id)
             finally:
                 model.train(was_training)
-        out = []
-        for row in generated[:, width:].tolist():
-            if tokenizer.eos_token_id in row:
-                row = row[: row.index(tokenizer.eos_token_id) + 1]
-            while row and row[-1] == pad and pad != tokenizer.eos_token_id:
-                row.pop()
-            out.append((row, tokenizer.decode(row, skip_special_tokens=True)))
-        return out
+        return [self._answer(tokenizer, row) for row in generated[:, width:].tolist()]
+
+    def _vllm(self, trainer, seqs: list[list[int]]) -> list[list[int]]:
+        """One completion per sequence from TRL's vLLM generation (``trainer.vllm_generation``,
+        the weights TRL synced before this step's rollouts), at most ``max_new_tokens``: TRL's
+        own limit is the whole episode's completion."""
+        if trainer.accelerator.num_processes > 1:  # TRL's server generation is collective: turns would diverge
+            raise ValueError("the agent objective asks vLLM turn by turn: train with one process")
+        vllm = trainer.vllm_generation
+        episode_budget, vllm.max_completion_length = vllm.max_completion_length, self.config.max_new_tokens
+        try:
+            _, completions, _, _ = vllm.generate(prompts=seqs, images=None, num_generations=1)
+        finally:
+            vllm.max_completion_length = episode_budget
+        return completions
+
+    @staticmethod
+    def _answer(tokenizer, row: list[int]) -> tuple[list[int], str]:
+        """A generated row up to its end of turn (padding dropped), with its text."""
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if tokenizer.eos_token_id in row:
+            row = row[: row.index(tokenizer.eos_token_id) + 1]
+        while row and row[-1] == pad and pad != tokenizer.eos_token_id:
+            row.pop()
+        return row, tokenizer.decode(row, skip_special_tokens=True)
 
     @staticmethod
     def _observation_tokens(tokenizer, e: dict, text: str, ended: bool) -> list[int]:

@@ -165,6 +165,12 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
             for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
     assert sorted(r["label"] for r in rows) == [0, 0, 0, 1, 1, 1] and {r["kind"] for r in rows} == {"x"}
     assert all(r["id"].endswith("/trace") for r in rows)
+    weighted = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
+                                                    from_runs=(runs,), trace_weight=3), show_progress=False)
+    train = [json.loads(line) for line in (tmp_path / "v" / "train.jsonl").read_text().splitlines()]
+    assert weighted.summary["trace_weight"] == 3 and len(train) == 3 * (6 - weighted.summary["examples"]["validation"])
+    with pytest.raises(ValueError, match="trace_weight must be at least 1"):
+        VerdictDataConfig(out=tmp_path / "x", trace_weight=0)
     # nothing usable: the reasons are said, and the command fails
     web = tmp_path / "web.jsonl"
     web.write_text(_traj(1, domain="web").model_dump_json() + "\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp_notes_model import NOTES_STATE, NOTES_TOOLS, notes_model
 from servers import chat_stub, completion, serve_app
 
@@ -211,7 +212,7 @@ async def test_over_stdio_with_the_sdk_client(tmp_path):
     params = StdioServerParameters(command=sys.executable, args=[
         str(Path(__file__).with_name("mcp_notes_model.py")), str(NOTES_TOOLS), str(tmp_path), str(NOTES_STATE)],
         env=env, cwd=str(ROOT))
-    async with Client(params) as client:  # the SDK's default negotiation
+    async with Client(stdio_client(params)) as client:  # the SDK's default negotiation
         assert len((await client.list_tools()).tools) == 5
         created = json.loads(text(await client.call_tool("create_note", {"title": "bins", "body": "Thu"})))
         read = json.loads(text(await client.call_tool("get_note", {"id": created["id"]})))
@@ -231,7 +232,7 @@ async def test_the_command_over_stdio_with_a_served_world_model(tmp_path):
             "-m", "lwm.cli", "serve", "mcp", "--tools", str(NOTES_TOOLS), "--state", str(NOTES_STATE),
             "--base-url", base_url, "--model", "stub", "--control", "paginate:2 per page", "--out", str(tmp_path)],
             cwd=str(ROOT))
-        async with Client(params) as client:
+        async with Client(stdio_client(params)) as client:
             created = json.loads(text(await client.call_tool("create_note", {"title": "bins", "body": "Thu"})))
             listed = json.loads(text(await client.call_tool("list_notes", {})))
     assert created["id"] == 3 and [n["id"] for n in listed] == [1, 2, 3]

@@ -218,3 +218,22 @@ def test_llm_policy_against_the_simulator(tmp_path):
     assert agent_calls[1]["messages"][-1]["content"].startswith("Observation:\nhi")
     assert agent_calls[1]["messages"][-2] == {"role": "assistant",
                                               "content": "<predicted_observation>hi</predicted_observation>"}
+
+
+@needs_sandbox
+def test_wm2real_counts_a_replay_that_breaks_the_sandbox(tmp_path):
+    """The simulator let an action pass that breaks the real sandbox: the replay is a real
+    failure with the reason, compared up to that action, not a lost trajectory."""
+    from lwm.eval.wm2real import replay_in_real
+    from lwm.schema import Trajectory
+
+    traj = Trajectory.model_validate({
+        "id": "t/1", "domain": "terminal", "system_prompt": "s", "initial_observation": "", "reward": 1.0,
+        "metadata": {"task_spec": {"name": "t", "instruction": "write ok to a.txt",
+                                   "check": {"probe": "cat /app/a.txt", "expect": "ok"}}},
+        "turns": [{"index": i + 1, "action": keys(cmd), "observation": "root@sandbox:/app# ",
+                   "provenance": {"kind": "simulated", "source": "wm"}}
+                  for i, cmd in enumerate(("tmux kill-server\n", "echo ok > a.txt\n"))]})
+    record = replay_in_real(traj)
+    assert record["real_reward"] == 0.0 and record["false_success"] and "SandboxError" in record["broken"]
+    assert [s["turn"] for s in record["steps"]] == [1] and "[sandbox broken]" in record["steps"][0]["real_observation"]

@@ -80,6 +80,48 @@ def test_environment_tokens_are_masked_out_of_the_loss(tmp_path):
     assert set(out["env_reward"]) <= {0.0, 1.0} and len(out["format_reward"]) == 2
 
 
+class VLLMStandIn:
+    """A stand-in for TRL's ``VLLMGeneration`` (the real one needs a GPU, vLLM and NCCL):
+    its ``generate`` contract (token ids in, completion ids out), answering ``ls``."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.max_completion_length, self.calls = tokenizer, 999, []
+
+    def generate(self, prompts, images, num_generations):
+        self.calls.append({"prompts": prompts, "max_tokens": self.max_completion_length, "n": num_generations})
+        answer = self.tokenizer("ls", add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+        return prompts, [answer for _ in prompts], None, None
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_the_agent_objective_generates_with_trls_vllm(tmp_path):
+    """With ``use_vllm`` the rollout asks TRL's vLLM generation turn by turn, each answer
+    within ``max_new_tokens`` (TRL's own limit is restored), on the episode so far."""
+    from types import SimpleNamespace
+
+    from lwm.train.sft import _load_base
+
+    _, tokenizer = _load_base("embedded")
+    vllm = VLLMStandIn(tokenizer)
+    trainer = SimpleNamespace(use_vllm=True, vllm_generation=vllm, processing_class=tokenizer,
+                              accelerator=SimpleNamespace(num_processes=1), state=SimpleNamespace(global_step=0),
+                              is_world_process_zero=lambda: True)
+    with chat_stub(world) as (url, _):
+        config = RLConfig(out=tmp_path, domains=("terminal",), tasks=1, prompts_per_step=1, max_turns=2,
+                          max_new_tokens=7, world_model="stand-in", base_url=url)
+        tasks = agent_tasks(config)
+        out = AgentRollout(config, tasks)([tasks[0]["prompt"]] * 2, trainer)
+    assert [c["max_tokens"] for c in vllm.calls] == [7, 7] and vllm.max_completion_length == 999
+    assert [len(c["prompts"]) for c in vllm.calls] == [2, 2] and all(c["n"] == 1 for c in vllm.calls)
+    first, second = vllm.calls[0]["prompts"][0], vllm.calls[1]["prompts"][0]
+    assert second[: len(first)] == first and SCREEN in tokenizer.decode(second[len(first):])  # the episode so far
+    assert tokenizer.decode([t for t, m in zip(out["completion_ids"][0], out["env_mask"][0]) if m]).count("ls") == 2
+    trainer.accelerator.num_processes = 2
+    with chat_stub(world) as (url, _), pytest.raises(ValueError, match="one process"):
+        AgentRollout(RLConfig(**{**config.__dict__, "base_url": url}), tasks)([tasks[0]["prompt"]] * 2, trainer)
+
+
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="num_generations must be at least 2"):
         RLConfig(out="x", num_generations=1)

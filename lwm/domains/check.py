@@ -1,0 +1,180 @@
+"""``lwm check-env``: small named checks of a domain's real environment, after
+Gymnasium's ``check_env`` — what everything else in ``lwm`` assumes of an environment,
+tried once on its own suite, so that a new domain (docs/adding-a-domain.md) fails here
+with a named reason rather than deep inside a collection or a training run.
+
+Each check is ``pass``, ``fail`` or ``warn`` (allowed, but worth knowing: a real
+environment whose observations differ between two identical episodes, which the data
+pipeline then has to mask as volatile) or ``skip`` (nothing to try it on).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lwm.domains.base import Domain
+from lwm.envs.base import StepResult
+from lwm.envs.episode import Script
+from lwm.errors import ActionFormatError, EnvironmentClosedError
+
+Status = Literal["pass", "fail", "warn", "skip"]
+
+#: Texts tried, in order, as a malformed action: the first one the domain's parser refuses.
+MALFORMED = ("", "\x00", "}{ not an action", "DROP", "[[[")
+
+
+@dataclass(frozen=True)
+class EnvCheck:
+    """One check's outcome: its name, ``status`` and what was found."""
+
+    name: str
+    status: Status
+    detail: str = ""
+
+
+def check_env(domain: Domain, script: Script | None = None) -> list[EnvCheck]:
+    """Run every check on ``domain``'s real environment, each on a fresh environment.
+
+    Args:
+        domain: the domain (``lwm.domains.get(name)``).
+        script: the episode to play (default: the first of the domain's suite).
+
+    Returns:
+        the checks, in order; a check that raised is a ``fail`` with the exception.
+
+    Raises:
+        NoRealEnvironmentError: the domain has no real environment (import only) or no suite.
+    """
+    domain.make_env().close()  # an import-only domain says why, before any check
+    script = script or domain.scripts()[0]
+    out: list[EnvCheck] = []
+    for name, check in _CHECKS:
+        try:
+            status, detail = check(domain, script)
+        except Exception as e:  # noqa: BLE001 - a check that raised is what the user must see
+            status, detail = "fail", f"{type(e).__name__}: {e} ({_where(e)})"
+        out.append(EnvCheck(name, status, detail))
+    return out
+
+
+def _where(e: Exception) -> str:
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}"
+
+
+def _play(domain: Domain, script: Script) -> tuple[str, list[StepResult], float | None]:
+    env = domain.make_env()
+    try:
+        first = env.reset(script.task)
+        results = [env.step(a) for a in script.actions]
+        return first, results, env.verify()
+    finally:
+        env.close()
+
+
+def _reset(domain: Domain, script: Script) -> tuple[Status, str]:
+    env = domain.make_env()
+    try:
+        first = env.reset(script.task)
+        prompt = env.system_prompt()
+    finally:
+        env.close()
+    if not isinstance(first, str):
+        return "fail", f"reset() returned {type(first).__name__}, not the first observation as text"
+    if not isinstance(prompt, str) or not prompt.strip():
+        return "fail", f"system_prompt() returned {prompt!r:.60}: the world model's system prompt is needed"
+    return "pass", f"first observation: {len(first)} characters"
+
+
+def _steps(domain: Domain, script: Script) -> tuple[Status, str]:
+    _, results, verdict = _play(domain, script)
+    for i, r in enumerate(results, 1):
+        if not isinstance(r, StepResult):
+            return "fail", f"step {i} returned {type(r).__name__}, not a StepResult"
+        if not isinstance(r.observation, str) or not isinstance(r.done, bool) or not isinstance(r.info, dict):
+            return "fail", (f"step {i}: observation {type(r.observation).__name__}, done {type(r.done).__name__}, "
+                            f"info {type(r.info).__name__} (want str, bool, dict)")
+    if verdict is not None and (isinstance(verdict, bool) or not isinstance(verdict, (int, float))
+                                or not 0.0 <= verdict <= 1.0):
+        return "fail", f"verify() returned {verdict!r}: a verdict is None or a number in [0, 1]"
+    return "pass", f"{len(results)} steps of {script.task.name}; verify() = {verdict}"
+
+
+def _malformed(domain: Domain, script: Script) -> tuple[Status, str]:
+    from lwm.envs.recorded import RealBackendEnv
+
+    action = next((a for a in MALFORMED if _refused(domain, a)), None)
+    if action is None:
+        return "skip", "the action parser takes every text tried"
+    env = RealBackendEnv(domain.name, domain.make_env())  # the real backend, as every lwm job plays it
+    try:
+        previous = env.reset(script.task)
+        result = env.step(action)
+    finally:
+        env.close()
+    expected = domain.refusal(action, previous)
+    if expected is None:  # invalid_answer says the environment takes it anyway
+        return "pass", f"step({action!r}) is taken as it is (Domain.invalid_answer gives no refusal)"
+    if not result.info.get("action_error"):
+        return "fail", f"step({action!r}) answered without info['action_error'] (the parser refuses it)"
+    if result.observation != expected.observation:
+        return "fail", (f"step({action!r}) answered {result.observation!r:.80}, but the simulator answers "
+                        f"{expected.observation!r:.80} (Domain.invalid_answer): the two backends must agree")
+    return "pass", f"step({action!r}) is answered, not raised: {result.observation!r:.60}"
+
+
+def _refused(domain: Domain, action: str) -> bool:
+    try:
+        domain.parse_action(action)
+    except (ActionFormatError, TypeError, ValueError):
+        return True
+    return False
+
+
+def _deterministic(domain: Domain, script: Script) -> tuple[Status, str]:
+    first = _play(domain, script)
+    second = _play(domain, script)
+    canonical = domain.canonical or (lambda text: text)
+    a = [canonical(first[0])] + [canonical(r.observation) for r in first[1]]
+    b = [canonical(second[0])] + [canonical(r.observation) for r in second[1]]
+    if first[2] != second[2]:
+        return "fail", f"the same episode was judged {first[2]} and then {second[2]}"
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if differ:
+        return "warn", (f"{len(differ)} of {len(a)} observations differ between two identical episodes (first: "
+                        f"{'the reset' if differ[0] == 0 else f'step {differ[0]}'}); lwm data build masks them "
+                        "as volatile")
+    return "pass", f"{len(a)} observations identical in two episodes"
+
+
+def _closed(domain: Domain, script: Script) -> tuple[Status, str]:
+    env = domain.make_env()
+    if not _raises_closed(lambda: env.step(script.actions[0] if script.actions else "")):
+        env.close()
+        return "fail", "step() before reset() must raise EnvironmentClosedError"
+    env.reset(script.task)
+    env.close()
+    env.close()  # twice: safe
+    if not _raises_closed(lambda: env.step(script.actions[0] if script.actions else "")):
+        return "fail", "step() after close() must raise EnvironmentClosedError"
+    return "pass", "step before reset and after close raise EnvironmentClosedError; close() twice is safe"
+
+
+def _raises_closed(call: Callable[[], Any]) -> bool:
+    try:
+        call()
+    except EnvironmentClosedError:
+        return True
+    return False
+
+
+_CHECKS: tuple[tuple[str, Callable[[Domain, Script], tuple[Status, str]]], ...] = (
+    ("reset", _reset),
+    ("step", _steps),
+    ("malformed action", _malformed),
+    ("deterministic", _deterministic),
+    ("closed", _closed),
+)

@@ -1,0 +1,132 @@
+"""lwm check-env: every built-in domain passes its named checks, and a domain written with
+the usual mistakes fails the check that names each one."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from types import SimpleNamespace
+
+import pytest
+from conftest import needs_sandbox
+from typer.testing import CliRunner
+
+from lwm import domains
+from lwm.cli import app
+from lwm.domains import AgentTool, Domain
+from lwm.domains.check import check_env
+from lwm.envs import EnvironmentBase, StepResult, Task
+from lwm.envs.episode import Script
+from lwm.errors import ActionFormatError, EnvironmentClosedError, NoRealEnvironmentError, UnknownDomainError
+
+runner = CliRunner()
+_clock = itertools.count()
+
+
+def parse(text: str) -> str:
+    if not text.startswith("say "):
+        raise ActionFormatError("echo", text, "expected say <words>")
+    return text[4:]
+
+
+class Echo(EnvironmentBase):
+    """A tiny in-memory environment (the subject under test: nothing to sandbox). Its
+    flaws are switched on one by one."""
+
+    domain = "echo"
+
+    def __init__(self, flaw: str = "") -> None:
+        self.flaw, self.open, self.closed_once = flaw, False, False
+
+    def reset(self, task: Task) -> str:
+        self.task, self.open = task, True
+        return 42 if self.flaw == "reset-int" else "ready"
+
+    def system_prompt(self) -> str:
+        return "An echo service. Answer inside <predicted_observation></predicted_observation>."
+
+    def step(self, action: str) -> StepResult:
+        if not self.open:
+            raise (RuntimeError if self.flaw == "closed" else EnvironmentClosedError)("not running")
+        try:
+            words = parse(action)
+        except ActionFormatError as e:
+            if self.flaw == "raises":
+                raise ValueError("cannot parse") from e
+            return StepResult(f"[invalid action] {e.reason}", info={"action_error": e.reason})
+        if self.flaw == "clock":
+            words += f" at {next(_clock)}"
+        return StepResult(words, terminated="yes" if self.flaw == "done-str" else False)
+
+    def close(self) -> None:
+        if self.flaw == "close-twice" and self.closed_once:
+            raise RuntimeError("already closed")
+        self.open, self.closed_once = False, True
+
+
+SCRIPT = Script(Task("hello", family="echo", instruction="say hi"), ("say hi", "say there"))
+
+
+def echo(flaw: str = "") -> Domain:
+    return Domain(name="echo", description="an echo service",
+                  system_prompt=lambda **_: "An echo service.", parse_action=parse, action_format="say <words>",
+                  tool=AgentTool("say", "Say words."), action_lang="text",
+                  environment=lambda **_: Echo(flaw), suite=lambda: SimpleNamespace(SCRIPTS=[SCRIPT], EXTENDED=()))
+
+
+def statuses(domain: Domain) -> dict[str, str]:
+    return {c.name: c.status for c in check_env(domain)}
+
+
+def test_a_sound_domain_passes_every_check():
+    assert statuses(echo()) == {"reset": "pass", "step": "pass", "malformed action": "pass",
+                                "deterministic": "pass", "closed": "pass"}
+
+
+@pytest.mark.parametrize("flaw, failed, status", [
+    ("reset-int", "reset", "fail"),
+    ("done-str", "step", "fail"),
+    ("raises", "malformed action", "fail"),
+    ("clock", "deterministic", "warn"),
+    ("closed", "closed", "fail"),
+    ("close-twice", "closed", "fail"),
+])
+def test_each_flaw_is_named(flaw, failed, status):
+    checks = {c.name: c for c in check_env(echo(flaw))}
+    assert checks[failed].status == status, checks[failed]
+    others = [n for n, c in checks.items() if c.status != "pass" and n != failed]
+    assert others == (["malformed action"] if flaw == "reset-int" else [])  # it plays through the real backend
+
+
+def test_a_check_that_raises_says_where():
+    [malformed] = [c for c in check_env(echo("raises")) if c.name == "malformed action"]
+    assert "ValueError: cannot parse" in malformed.detail and "test_check_env.py:" in malformed.detail
+
+
+@needs_sandbox
+def test_the_built_in_terminal_passes_from_the_cli():
+    result = runner.invoke(app, ["check-env", "terminal"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" pass ") == 5 and "[invalid" in result.output
+
+
+def test_a_domain_by_module_and_attribute(tmp_path, monkeypatch):
+    (tmp_path / "my_echo.py").write_text("from test_check_env import echo\nDOMAIN = echo('closed')\nOTHER = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
+    assert domains.load("my_echo:DOMAIN").name == "echo"
+    result = runner.invoke(app, ["check-env", "my_echo:DOMAIN"])
+    assert result.exit_code == 1 and "1 of 5 checks failed: closed" in result.output.replace("\n", " ")
+    result = runner.invoke(app, ["check-env", "my_echo:OTHER"])
+    assert result.exit_code == 2 and "is int, not a lwm.domains.Domain" in result.output
+    sys.modules.pop("my_echo", None)
+
+
+def test_bad_names_are_refused():
+    with pytest.raises(UnknownDomainError):
+        domains.load("nowhere")
+    with pytest.raises(ModuleNotFoundError):
+        domains.load("no_such_module:DOMAIN")
+    with pytest.raises(NoRealEnvironmentError, match="use `lwm import`"):
+        check_env(domains.get("os"))
+    assert runner.invoke(app, ["check-env", "nowhere"]).exit_code == 2
