@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import needs_sandbox
 
 from lwm import domains
 from lwm.domains.terminal.spec import keys, observed_change, render_change, trivial_observation
@@ -277,3 +278,32 @@ def test_modes_and_phrasings_out_of_range_are_refused():
     for bad in (-1, True, len(PHRASINGS), "1"):
         with pytest.raises(IndexError, match="phrasing"):
             rephrase(SYSTEM, bad)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", ["terminal", "fs", "mcp", "db", "code", "search", "web", "swe"])
+def test_a_perfect_answer_scores_100_in_every_mode(name):
+    """Issue 23's rule on each domain's real episode (its first suite script): the answer a
+    perfect model writes in each mode (the whole observation; in ``change`` mode, the change
+    where the row is asked for one) becomes the real observation, every metric 1.0."""
+    from lwm.envs.episode import ScriptedPolicy, play_episode
+    from lwm.envs.recorded import RealBackendEnv
+    from lwm.metrics import FIDELITY_METRICS, fidelity
+
+    spec = domains.get(name)
+    script = spec.scripts()[0]
+    traj = play_episode(RealBackendEnv(name, spec.make_env()), ScriptedPolicy([script]), script.task,
+                        max_turns=len(script.actions))
+    rows = rows_from_trajectory(traj)
+    assert len(rows) == len(script.actions)
+    if spec.render_change:  # the change mode is really exercised
+        assert any(row_prediction(r, "change") == "change" for r in rows)
+    for row in rows:
+        truth = observation_text(row.ground_truth)
+        for mode in ("full", "change"):
+            asked = row_prediction(row, mode)
+            perfect = row_change(row) if asked == "change" else truth
+            if perfect is None:  # no change draws this screen back (after `clear`): asked whole next time
+                continue
+            scores = fidelity(full_observation(row, perfect, mode), truth, canonical=spec.canonical).to_dict()
+            assert all(scores[m] == 1.0 for m in FIDELITY_METRICS), (name, row.turn_idx, mode, scores)

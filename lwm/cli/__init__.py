@@ -22,6 +22,7 @@ from lwm.eval.runner import EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
 from lwm.paths import run_dir
+from lwm.sim.backends import backend_spec
 from lwm.sim.mcp_server import McpServeConfig
 from lwm.sim.rollout import RolloutConfig
 from lwm.train.curriculum import write_curriculum
@@ -284,8 +285,8 @@ def rollout(
     out = out or run_dir("rollout")
     if backend == "replay" and model is None:
         model = "real"  # a cache holds real observations unless a model's are asked for
-    world = _default_model(model, base_url, api_key) if backend in ("sim", "hybrid", "replay") else \
-        RolloutConfig.world_model
+    spec = call(backend_spec, backend)
+    world = _default_model(model, base_url, api_key) if spec.simulates or spec.replays else RolloutConfig.world_model
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
                            policy=policy, policy_base_url=policy_base_url, world_model=world, base_url=base_url,
                            api_key=api_key, cache=cache, route=route, controls=tuple(control or ()),
@@ -409,7 +410,8 @@ def agent_eval(
     from lwm.eval.agent import to_markdown
 
     out = out or run_dir("agent")
-    world = _default_model(model, base_url, api_key) if backend == "sim" else AgentEvalConfig.world_model
+    world = _default_model(model, base_url, api_key) if call(backend_spec, backend).simulates else \
+        AgentEvalConfig.world_model
     if not policy_base_url and (Path(policy) / "lwm_train.json").is_file():  # a run of `lwm train rl`
         from lwm.train.rl import policy_for
 
@@ -530,7 +532,7 @@ def serve_env(
     def serve() -> None:
         tasks = [s.task for s in domains.get(domain).scripts()] if suite else []
         world = ModelSpec(_default_model(model, base_url, api_key), base_url, api_key)
-        run_server(domain, backend, host, port, model=world if backend in ("sim", "hybrid") else None,
+        run_server(domain, backend, host, port, model=world if backend_spec(backend).simulates else None,
                    cache=str(cache) if cache else None, max_sessions=max_sessions, tasks=tasks,
                    max_turns=max_turns)
 

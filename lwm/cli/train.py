@@ -126,10 +126,11 @@ def rl(
     """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
     real environment), or the world model learns fidelity; checkpoints, resume, GGUF export."""
     from lwm.cli import _default_model, _extra_body
+    from lwm.sim.backends import backend_spec
     from lwm.train.rl import train_rl
 
     def run():
-        world = _default_model(world_model, base_url, api_key) if backend in ("sim", "hybrid") else \
+        world = _default_model(world_model, base_url, api_key) if backend_spec(backend).simulates else \
             RLConfig.world_model
         config = RLConfig(out=out, objective=objective, model=model, domains=tuple(domain), tasks=tasks,
                           tasks_file=tasks_file, max_task_steps=max_task_steps, backend=backend, world_model=world,
