@@ -97,9 +97,11 @@ class VerdictDataConfig:
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
             real run, ``metadata.real_reward`` of a replayed simulated one).
-        trace_weight: each ``train`` example from ``from_runs`` appears this many times
-            (the simulator's own histories, labelled by replay, are few beside the played
-            attempts, and the closed loop is judged on such histories).
+        trace_weight: how many times each training example of an episode given with
+            ``--from`` is repeated (1: once, like the others). The simulator's own episodes,
+            labelled by replaying them for real, are few beside the attempts played here,
+            and the reward model is used on such episodes: repeating them weighs them more.
+            Needs ``from_runs``.
         workers: tasks played at once (each in its own sandbox).
     """
 
@@ -133,6 +135,8 @@ class VerdictDataConfig:
             raise ValueError(f"easy_share must be in [0, 1], got {self.easy_share}")
         if self.trace_weight < 1:
             raise ValueError(f"trace_weight must be at least 1, got {self.trace_weight}")
+        if self.trace_weight > 1 and not self.from_runs:
+            raise ValueError("trace_weight (--trace-weight) weighs the episodes given with --from: give some")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""

@@ -78,13 +78,19 @@ def load(spec: str) -> Domain:
 
     Raises:
         UnknownDomainError: no domain of that name.
-        ImportError: the module cannot be imported.
-        ValueError: the attribute is missing or not a Domain.
+        ValueError: the module cannot be imported (what it raised is said), or the attribute
+            is missing or not a Domain.
     """
     if ":" not in spec:
         return get(spec)
     module, _, attribute = spec.partition(":")
-    domain = getattr(importlib.import_module(module), attribute, None)
+    try:
+        found = importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - a user's module may raise anything on import: said in one line
+        raise ValueError(f"{spec}: importing {module!r} failed: {type(e).__name__}: {e}") from e
+    if not hasattr(found, attribute):
+        raise ValueError(f"{spec}: module {module} has no attribute {attribute!r}")
+    domain = getattr(found, attribute)
     if not isinstance(domain, Domain):
         raise ValueError(f"{spec}: {attribute!r} of {module} is {type(domain).__name__}, not a lwm.domains.Domain")
     return domain

@@ -117,7 +117,7 @@ def _malformed(domain: Domain, script: Script) -> tuple[Status, str]:
         env.close()
     expected = domain.refusal(action, previous)
     if expected is None:  # invalid_answer says the environment takes it anyway
-        return "pass", f"step({action!r}) is taken as it is (Domain.invalid_answer gives no refusal)"
+        return "skip", "the domain takes malformed actions as they are (Domain.invalid_answer gives no refusal)"
     if not result.info.get("action_error"):
         return "fail", f"step({action!r}) answered without info['action_error'] (the parser refuses it)"
     if result.observation != expected.observation:
@@ -151,24 +151,28 @@ def _deterministic(domain: Domain, script: Script) -> tuple[Status, str]:
 
 
 def _closed(domain: Domain, script: Script) -> tuple[Status, str]:
+    action = script.actions[0] if script.actions else ""
     env = domain.make_env()
-    if not _raises_closed(lambda: env.step(script.actions[0] if script.actions else "")):
+    if problem := _not_closed(env, action):
         env.close()
-        return "fail", "step() before reset() must raise EnvironmentClosedError"
+        return "fail", f"step() before reset() must raise EnvironmentClosedError; {problem}"
     env.reset(script.task)
     env.close()
     env.close()  # twice: safe
-    if not _raises_closed(lambda: env.step(script.actions[0] if script.actions else "")):
-        return "fail", "step() after close() must raise EnvironmentClosedError"
+    if problem := _not_closed(env, action):
+        return "fail", f"step() after close() must raise EnvironmentClosedError; {problem}"
     return "pass", "step before reset and after close raise EnvironmentClosedError; close() twice is safe"
 
 
-def _raises_closed(call: Callable[[], Any]) -> bool:
+def _not_closed(env: Any, action: str) -> str | None:
+    """What ``env.step(action)`` did instead of raising EnvironmentClosedError, or ``None``."""
     try:
-        call()
+        env.step(action)
     except EnvironmentClosedError:
-        return True
-    return False
+        return None
+    except Exception as e:  # noqa: BLE001 - the wrong error is the finding
+        return f"it raised {type(e).__name__}: {e} ({_where(e)})"
+    return "it returned an observation"
 
 
 _CHECKS: tuple[tuple[str, Callable[[Domain, Script], tuple[Status, str]]], ...] = (

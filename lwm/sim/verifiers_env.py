@@ -27,12 +27,12 @@ included)::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import verifiers.v1 as vf
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 from verifiers.v1.runtimes import SubprocessConfig
 
@@ -45,6 +45,7 @@ from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.prediction import sim_request
 from lwm.schema import Trajectory
 from lwm.sim.backends import EnvFactory
+from lwm.sim.env import REWARD_SOURCES
 from lwm.sim.policy import AGENT_SYSTEM, agent_messages, read_action
 
 __all__ = ["LwmData", "LwmEnv", "LwmEnvConfig", "LwmTask", "LwmTaskset", "LwmTasksetConfig", "load_environment"]
@@ -57,8 +58,9 @@ class LwmTasksetConfig(vf.TasksetConfig):
     """Which tasks: ``tasks`` per domain of a split of the task families
     (:func:`lwm.domains.tasks.task_set`), or every task of a task file."""
 
-    domain: list[str] = Field(default_factory=lambda: ["terminal"])
-    """Domains with task families (or of the task file); several are played in turn."""
+    domain: list[str] = Field(default_factory=list)
+    """Domains with task families (default: terminal), or of the task file (default: all of
+    its domains); several are played in turn (``--env.taskset.domain db terminal``)."""
     split: Literal["train", "heldout"] = "heldout"
     """Task families: ``heldout`` (never trained on) or ``train``."""
     tasks: int = Field(5, ge=1)
@@ -70,6 +72,8 @@ class LwmTasksetConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _known_domains(self) -> LwmTasksetConfig:
+        if self.tasks_file is not None and not Path(self.tasks_file).is_file():
+            raise ValueError(f"no task file {self.tasks_file}")
         if not self.tasks_file and (unknown := [d for d in self.domain if d not in task_domains()]):
             raise ValueError(f"no task families for {', '.join(unknown)} "
                              f"(domains with families: {', '.join(task_domains())})")
@@ -98,11 +102,12 @@ class LwmTaskset(vf.Taskset[LwmTask, LwmTasksetConfig]):
     def load(self) -> Iterator[LwmTask]:
         config = self.config
         if config.tasks_file:
-            items = [(d, t) for d, t, _ in read_task_file(config.tasks_file) if d in config.domain]
+            items = [(d, t) for d, t, _ in read_task_file(config.tasks_file) if not config.domain or d in config.domain]
             if not items:
                 raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domain)}")
         else:
-            items = [(d, t) for d in config.domain for t, _ in task_set(d, config.split, config.tasks, config.seed)]
+            items = [(d, t) for d in config.domain or ("terminal",)
+                     for t, _ in task_set(d, config.split, config.tasks, config.seed)]
         for domain, task in items:
             spec = domains.get(domain)
             yield LwmTask(LwmData(id=f"{domain}/{task.name}", name=f"{domain}/{task.name}",
@@ -128,9 +133,17 @@ class LwmEnvConfig(vf.EnvConfig):
     world_model_base_url: str | None = None
     """sim: the world model's OpenAI-compatible endpoint (default: the embedded model in-process)."""
     reward: str | None = None
-    """sim: the reward (``probe``, ``verdict`` …; default: the simulator's, see ``lwm agent eval``)."""
+    """sim: the reward source (:data:`lwm.sim.env.REWARD_SOURCES`; default: the simulator's, see
+    ``lwm agent eval``)."""
     max_turns: int = Field(4, ge=1)
     """Actions per episode at most (a task's own budget may be lower)."""
+
+    @field_validator("reward")
+    @classmethod
+    def _known_reward(cls, reward: str | None) -> str | None:
+        if reward is not None and reward not in REWARD_SOURCES:
+            raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
+        return reward
 
 
 class LwmEnv(vf.Env[LwmEnvConfig]):
@@ -188,13 +201,14 @@ def _record(trace: Any, traj: Trajectory, backend: str) -> None:
                          "actions": [t.action for t in traj.turns], "broken": traj.metadata.get("broken")}
 
 
-def load_environment(domain: str | list[str] = "terminal", backend: Literal["real", "sim"] = "real",
+def load_environment(domain: str | Sequence[str] = (), backend: Literal["real", "sim"] = "real",
                      tasks: int = 5, split: Literal["train", "heldout"] = "heldout", seed: int = 0,
                      tasks_file: str | Path | None = None, **env_settings: Any) -> LwmEnv:
     """The environment as a Python object (what ``vf-eval lwm-verifiers`` builds from flags).
 
     Args:
-        domain: domains with task families (or of ``tasks_file``).
+        domain: domains with task families (default: terminal), or of ``tasks_file`` (default:
+            all of its domains).
         backend: ``real`` or ``sim``.
         tasks, split, seed, tasks_file: as :class:`LwmTasksetConfig`.
         env_settings: further fields of :class:`LwmEnvConfig` (``world_model``, ``reward``,

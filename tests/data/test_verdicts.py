@@ -171,6 +171,8 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
     assert weighted.summary["trace_weight"] == 3 and len(train) == 3 * (6 - weighted.summary["examples"]["validation"])
     with pytest.raises(ValueError, match="trace_weight must be at least 1"):
         VerdictDataConfig(out=tmp_path / "x", trace_weight=0)
+    with pytest.raises(ValueError, match="weighs the episodes given with --from"):
+        VerdictDataConfig(out=tmp_path / "x", trace_weight=2)
     # nothing usable: the reasons are said, and the command fails
     web = tmp_path / "web.jsonl"
     web.write_text(_traj(1, domain="web").model_dump_json() + "\n")

@@ -88,7 +88,7 @@ def test_a_sound_domain_passes_every_check():
     ("done-str", "step", "fail"),
     ("raises", "malformed action", "fail"),
     ("clock", "deterministic", "warn"),
-    ("closed", "closed", "fail"),
+    ("closed", "closed", "fail"),   # step before reset raises RuntimeError: named, not a crash of the check
     ("close-twice", "closed", "fail"),
 ])
 def test_each_flaw_is_named(flaw, failed, status):
@@ -96,6 +96,11 @@ def test_each_flaw_is_named(flaw, failed, status):
     assert checks[failed].status == status, checks[failed]
     others = [n for n, c in checks.items() if c.status != "pass" and n != failed]
     assert others == (["malformed action"] if flaw == "reset-int" else [])  # it plays through the real backend
+
+
+def test_the_wrong_error_before_reset_is_named():
+    [closed] = [c for c in check_env(echo("closed")) if c.name == "closed"]
+    assert closed.detail.startswith("step() before reset() must raise EnvironmentClosedError; it raised RuntimeError")
 
 
 def test_a_check_that_raises_says_where():
@@ -125,8 +130,10 @@ def test_a_domain_by_module_and_attribute(tmp_path, monkeypatch):
 def test_bad_names_are_refused():
     with pytest.raises(UnknownDomainError):
         domains.load("nowhere")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(ValueError, match="importing 'no_such_module' failed: ModuleNotFoundError"):
         domains.load("no_such_module:DOMAIN")
+    with pytest.raises(ValueError, match="module lwm.domains has no attribute 'NOPE'"):
+        domains.load("lwm.domains:NOPE")
     with pytest.raises(NoRealEnvironmentError, match="use `lwm import`"):
         check_env(domains.get("os"))
     assert runner.invoke(app, ["check-env", "nowhere"]).exit_code == 2

@@ -88,10 +88,13 @@ def test_task_file(tmp_path):
     path.write_text(json.dumps({"domain": "terminal", "task": {"name": "hello", "instruction": "Write hi to a.txt",
                                                                "check": {"probe": "cat /app/a.txt", "expect": "hi"}}})
                     + "\n")
-    [task] = list(load_environment(tasks_file=path).taskset)
+    with path.open("a") as f:
+        f.write(json.dumps({"domain": "db", "task": {"name": "one", "instruction": "SELECT 1"}}) + "\n")
+    assert [t.data.name for t in load_environment(tasks_file=path).taskset] == ["terminal/hello", "db/one"]
+    [task] = list(load_environment(domain="terminal", tasks_file=path).taskset)
     assert task.data.name == "terminal/hello" and task.data.task["check"]["expect"] == "hi"
-    with pytest.raises(ValueError, match="holds no task of db"):
-        list(load_environment(domain="db", tasks_file=path).taskset)
+    with pytest.raises(ValueError, match="holds no task of code"):
+        list(load_environment(domain="code", tasks_file=path).taskset)
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -99,6 +102,8 @@ def test_task_file(tmp_path):
     ({"backend": "hybrid"}, "backend"),
     ({"tasks": 0}, "greater than or equal to 1"),
     ({"max_turns": "many"}, "max_turns"),
+    ({"reward": "vibes"}, "unknown reward source 'vibes'"),
+    ({"tasks_file": "/nonexistent/tasks.jsonl"}, "no task file /nonexistent/tasks.jsonl"),
 ])
 def test_bad_settings_are_refused(settings, message):
     with pytest.raises(ValidationError, match=message):
