@@ -9,7 +9,7 @@ import typer
 from lwm.cli.common import call, note, option
 from lwm.data.annotate import AnnotateConfig
 from lwm.data.build import BuildConfig
-from lwm.data.verdicts import KINDS, VerdictDataConfig
+from lwm.data.verdicts import KINDS, MAX_TRACE_WEIGHT, VerdictDataConfig
 
 data_app = typer.Typer(
     help="Training data: build next-observation datasets from trajectories; annotate them with teacher reasoning; "
@@ -92,7 +92,7 @@ def verdicts_cmd(
     kind: list[str] = option(VerdictDataConfig, "kinds", "--kind", help_suffix="Repeat for several."),
     negatives_per_positive: float = option(VerdictDataConfig, "negatives_per_positive", min=0.01),
     easy_share: float = option(VerdictDataConfig, "easy_share", min=0.0, max=1.0),
-    trace_weight: int = option(VerdictDataConfig, "trace_weight", min=1),
+    trace_weight: int = option(VerdictDataConfig, "trace_weight", min=1, max=MAX_TRACE_WEIGHT),
     from_runs: list[Path] = option(VerdictDataConfig, "from_runs", "--from", metavar="<path>",
                                    help_suffix="Repeat for several."),
     workers: int = option(VerdictDataConfig, "workers", min=1),

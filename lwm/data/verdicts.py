@@ -75,6 +75,8 @@ KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sib
 #: Failures a model tells apart from the outset (an episode with no action; measured: no
 #: false success even untrained); ``easy_share`` bounds their part of the training negatives.
 EASY_KINDS = frozenset({"empty"})
+#: ``trace_weight`` at most: beyond it the traces' repeats would only fill the disk.
+MAX_TRACE_WEIGHT = 100
 #: A train-family task goes to validation when its name hashes to 0 modulo this.
 VALIDATION_EVERY = 10
 
@@ -133,8 +135,10 @@ class VerdictDataConfig:
             raise ValueError(f"negatives_per_positive must be positive, got {self.negatives_per_positive}")
         if not 0 <= self.easy_share <= 1:
             raise ValueError(f"easy_share must be in [0, 1], got {self.easy_share}")
-        if self.trace_weight < 1:
-            raise ValueError(f"trace_weight must be at least 1, got {self.trace_weight}")
+        if not isinstance(self.trace_weight, int) or isinstance(self.trace_weight, bool) or \
+                not 1 <= self.trace_weight <= MAX_TRACE_WEIGHT:
+            raise ValueError(f"trace_weight must be a whole number in [1, {MAX_TRACE_WEIGHT}], "
+                             f"got {self.trace_weight!r}")
         if self.trace_weight > 1 and not self.from_runs:
             raise ValueError("trace_weight (--trace-weight) weighs the episodes given with --from: give some")
 

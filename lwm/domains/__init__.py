@@ -86,7 +86,7 @@ def load(spec: str) -> Domain:
     module, _, attribute = spec.partition(":")
     try:
         found = importlib.import_module(module)
-    except Exception as e:  # noqa: BLE001 - a user's module may raise anything on import: said in one line
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's module may raise anything on import
         raise ValueError(f"{spec}: importing {module!r} failed: {type(e).__name__}: {e}") from e
     if not hasattr(found, attribute):
         raise ValueError(f"{spec}: module {module} has no attribute {attribute!r}")

@@ -68,7 +68,7 @@ class RecordedEnv(EnvironmentBase):
         start = json.loads(hit[0])
         return start["observation"], start["system_prompt"]
 
-    def _record(self, action: str, observation: str, prov: Provenance, **info: Any) -> StepResult:
+    def _record(self, action: str, observation: str, prov: Provenance, /, **info: Any) -> StepResult:
         traj = self._require()
         traj.turns.append(Turn(index=len(traj.turns) + 1, action=action, observation=observation, provenance=prov))
         return StepResult(observation, info={**info, "provenance": prov.model_dump(exclude_none=True)})
@@ -93,7 +93,7 @@ class RecordedEnv(EnvironmentBase):
         prov = Provenance(kind="real", source=f"{self.domain}/{type(real).__name__}", run=self.run)
         if key is not None:
             self.cache.put(key, result.observation, prov.model_dump(exclude_none=True))
-        out = self._record(action, result.observation, prov, **info, **result.info)
+        out = self._record(action, result.observation, prov, **{**info, **result.info})  # any keys an env reports
         out.reward, out.terminated, out.truncated = result.reward, result.terminated, result.truncated
         return out
 

@@ -67,9 +67,11 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
     task = _task(traj)
     spec = domains.get(traj.domain)
     real = play_for_real(traj.domain, task, [t.action for t in traj.turns])
+    # the action that broke the sandbox observed nothing to compare with (lwm.envs.episode: "(broken)")
+    observed = [t for t in real.turns if not t.provenance.source.endswith("(broken)")]
     steps = [{"turn": sim.index, **fidelity(sim.observation, done.observation, canonical=spec.canonical).to_dict(),
               "kind": sim.provenance.kind, "real_observation": done.observation}
-             for sim, done in zip(traj.turns, real.turns)]
+             for sim, done in zip(traj.turns, observed)]
     sim_reward, real_reward = traj.reward, real.reward
     record = {"id": traj.id, "domain": traj.domain, "task": task.name, "steps": steps,
               "sim_reward": sim_reward, "real_reward": real_reward, "broken": real.metadata.get("broken")}

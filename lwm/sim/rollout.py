@@ -216,6 +216,7 @@ def play_for_real(domain: str, task: Task, actions: Sequence[str]) -> Trajectory
     from lwm.envs.recorded import RealBackendEnv
 
     env = RealBackendEnv(domain, domains.get(domain).make_env())
+    task = replace(task, options={k: v for k, v in task.options.items() if k != "max_turns"})  # every action
     try:
         return play_episode(env, ScriptedPolicy([Script(task, tuple(actions))]), task, max_turns=len(actions))
     except EpisodeBrokenError as e:

@@ -72,6 +72,7 @@ class LwmTasksetConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _known_domains(self) -> LwmTasksetConfig:
+        self.domain = list(dict.fromkeys(self.domain))  # a domain named twice is played once
         if self.tasks_file is not None and not Path(self.tasks_file).is_file():
             raise ValueError(f"no task file {self.tasks_file}")
         if not self.tasks_file and (unknown := [d for d in self.domain if d not in task_domains()]):
@@ -147,7 +148,19 @@ class LwmEnvConfig(vf.EnvConfig):
 
 
 class LwmEnv(vf.Env[LwmEnvConfig]):
-    """Plays an :class:`LwmTask` with the ``player`` agent (see the module docstring)."""
+    """Plays an :class:`LwmTask` with the ``player`` agent (see the module docstring).
+
+    Raises:
+        NoRealEnvironmentError: on the real backend, a task of a domain without a real
+            environment here (an import-only domain of a task file; the simulator plays it).
+    """
+
+    def __init__(self, config: LwmEnvConfig) -> None:
+        super().__init__(config)
+        if config.backend == "real":
+            for name in dict.fromkeys(task.data.domain for task in self.taskset):
+                if not domains.get(name).runnable:
+                    domains.get(name).make_env()  # raises, saying why
 
     def factory(self, domain: str) -> EnvFactory:
         """The environment factory of ``domain`` for this configuration."""

@@ -169,7 +169,7 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
                                                     from_runs=(runs,), trace_weight=3), show_progress=False)
     train = [json.loads(line) for line in (tmp_path / "v" / "train.jsonl").read_text().splitlines()]
     assert weighted.summary["trace_weight"] == 3 and len(train) == 3 * (6 - weighted.summary["examples"]["validation"])
-    with pytest.raises(ValueError, match="trace_weight must be at least 1"):
+    with pytest.raises(ValueError, match="trace_weight must be a whole number in \\[1, 100\\]"):
         VerdictDataConfig(out=tmp_path / "x", trace_weight=0)
     with pytest.raises(ValueError, match="weighs the episodes given with --from"):
         VerdictDataConfig(out=tmp_path / "x", trace_weight=2)

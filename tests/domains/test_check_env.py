@@ -56,7 +56,8 @@ class Echo(EnvironmentBase):
             return StepResult(f"[invalid action] {e.reason}", info={"action_error": e.reason})
         if self.flaw == "clock":
             words += f" at {next(_clock)}"
-        return StepResult(words, terminated="yes" if self.flaw == "done-str" else False)
+        info = {"observation": "mine", "action": 1, "prov": 2} if self.flaw == "info-keys" else {}
+        return StepResult(words, terminated="yes" if self.flaw == "done-str" else False, info=info)
 
     def close(self) -> None:
         if self.flaw == "close-twice" and self.closed_once:
@@ -79,7 +80,9 @@ def statuses(domain: Domain) -> dict[str, str]:
 
 
 def test_a_sound_domain_passes_every_check():
-    assert statuses(echo()) == {"reset": "pass", "step": "pass", "malformed action": "pass",
+    # an environment's info may use any key, even those of lwm's own recording
+    assert set(statuses(echo("info-keys")).values()) == {"pass"}
+    assert statuses(echo()) == {"construct": "pass", "reset": "pass", "step": "pass", "malformed action": "pass",
                                 "deterministic": "pass", "closed": "pass"}
 
 
@@ -103,6 +106,22 @@ def test_the_wrong_error_before_reset_is_named():
     assert closed.detail.startswith("step() before reset() must raise EnvironmentClosedError; it raised RuntimeError")
 
 
+def test_a_constructor_that_raises_is_a_failed_check_and_a_suite_without_scripts_is_refused():
+    class Broken(Echo):
+        def __init__(self, flaw=""):
+            raise RuntimeError("ctor boom")
+
+    broken = Domain(**{**echo().__dict__, "environment": lambda **_: Broken()})
+    checks = {c.name: c for c in check_env(broken)}
+    assert checks["construct"].status == "fail" and "RuntimeError: ctor boom" in checks["construct"].detail
+    empty = Domain(**{**echo().__dict__, "suite": lambda: SimpleNamespace(SCRIPTS=[], EXTENDED=())})
+    with pytest.raises(ValueError, match="its suite has no core script"):
+        check_env(empty)
+    unreadable = Domain(**{**echo().__dict__, "suite": lambda: SimpleNamespace()})
+    with pytest.raises(ValueError, match="its suite cannot be read: AttributeError"):
+        check_env(unreadable)
+
+
 def test_a_check_that_raises_says_where():
     [malformed] = [c for c in check_env(echo("raises")) if c.name == "malformed action"]
     assert "ValueError: cannot parse" in malformed.detail and "test_check_env.py:" in malformed.detail
@@ -112,7 +131,7 @@ def test_a_check_that_raises_says_where():
 def test_the_built_in_terminal_passes_from_the_cli():
     result = runner.invoke(app, ["check-env", "terminal"])
     assert result.exit_code == 0, result.output
-    assert result.output.count(" pass ") == 5 and "[invalid" in result.output
+    assert result.output.count(" pass ") == 6 and "[invalid" in result.output
 
 
 def test_a_domain_by_module_and_attribute(tmp_path, monkeypatch):
@@ -121,7 +140,10 @@ def test_a_domain_by_module_and_attribute(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent))
     assert domains.load("my_echo:DOMAIN").name == "echo"
     result = runner.invoke(app, ["check-env", "my_echo:DOMAIN"])
-    assert result.exit_code == 1 and "1 of 5 checks failed: closed" in result.output.replace("\n", " ")
+    assert result.exit_code == 1 and "1 of 6 checks failed: closed" in result.output.replace("\n", " ")
+    (tmp_path / "quits.py").write_text("raise SystemExit(0)\n")
+    result = runner.invoke(app, ["check-env", "quits:DOMAIN"])
+    assert result.exit_code == 2 and "importing 'quits' failed: SystemExit" in result.output
     result = runner.invoke(app, ["check-env", "my_echo:OTHER"])
     assert result.exit_code == 2 and "is int, not a lwm.domains.Domain" in result.output
     sys.modules.pop("my_echo", None)

@@ -236,4 +236,4 @@ def test_wm2real_counts_a_replay_that_breaks_the_sandbox(tmp_path):
                   for i, cmd in enumerate(("tmux kill-server\n", "echo ok > a.txt\n"))]})
     record = replay_in_real(traj)
     assert record["real_reward"] == 0.0 and record["false_success"] and "SandboxError" in record["broken"]
-    assert [s["turn"] for s in record["steps"]] == [1] and "[sandbox broken]" in record["steps"][0]["real_observation"]
+    assert record["steps"] == []   # the breaking action observed nothing to compare with
