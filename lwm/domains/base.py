@@ -242,6 +242,20 @@ class Domain:
             if not known[name].valid(value):
                 raise ValueError(f"option {name}={value!r:.80} of a task of {self.name}: expected {known[name].values}")
 
+    def accepts(self, action: str) -> bool:
+        """Whether ``action`` follows the domain's action format (:attr:`parse_action` takes
+        it; a parser that fails on odd input with ``TypeError``/``ValueError`` refuses too).
+
+        >>> from lwm import domains
+        >>> domains.get("terminal").accepts("ls -la"), domains.get("terminal").accepts('[{"keystrokes": "ls"}]')
+        (False, True)
+        """
+        try:
+            self.parse_action(action)
+        except (ActionFormatError, TypeError, ValueError):
+            return False
+        return True
+
     def refusal(self, action: str, previous: str = "") -> Refusal | None:
         """The real environment's answer when it refuses ``action`` as malformed, or
         ``None`` when it would take it (an import-only domain takes every action: there is

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from lwm.domains.base import Domain
 from lwm.envs.base import StepResult
 from lwm.envs.episode import Script
-from lwm.errors import ActionFormatError, EnvironmentClosedError
+from lwm.errors import EnvironmentClosedError
 
 Status = Literal["pass", "fail", "warn", "skip"]
 
@@ -120,7 +120,7 @@ def _steps(domain: Domain, script: Script) -> tuple[Status, str]:
 def _malformed(domain: Domain, script: Script) -> tuple[Status, str]:
     from lwm.envs.recorded import RealBackendEnv
 
-    action = next((a for a in MALFORMED if _refused(domain, a)), None)
+    action = next((a for a in MALFORMED if not domain.accepts(a)), None)
     if action is None:
         return "skip", "the action parser takes every text tried"
     env = RealBackendEnv(domain.name, domain.make_env())  # the real backend, as every lwm job plays it
@@ -138,14 +138,6 @@ def _malformed(domain: Domain, script: Script) -> tuple[Status, str]:
         return "fail", (f"step({action!r}) answered {result.observation!r:.80}, but the simulator answers "
                         f"{expected.observation!r:.80} (Domain.invalid_answer): the two backends must agree")
     return "pass", f"step({action!r}) is answered, not raised: {result.observation!r:.60}"
-
-
-def _refused(domain: Domain, action: str) -> bool:
-    try:
-        domain.parse_action(action)
-    except (ActionFormatError, TypeError, ValueError):
-        return True
-    return False
 
 
 def _deterministic(domain: Domain, script: Script) -> tuple[Status, str]:

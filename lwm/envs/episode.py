@@ -158,6 +158,16 @@ async def aplay_episode(env: EpisodeEnv, policy: Policy, task: Task, *, max_turn
     return _finished(traj, policy, t0, episode_id, metadata)
 
 
+#: The provenance source of the turn an action broke its sandbox on (after the domain's name).
+BROKEN = "(broken)"
+
+
+def broke_sandbox(turn: Turn) -> bool:
+    """Whether ``turn`` is the action that broke its sandbox (its observation is the
+    sandbox's error, not the environment's answer: nothing to compare a prediction with)."""
+    return turn.provenance.source.endswith(BROKEN)
+
+
 def _broken(error: SandboxError, env: EpisodeEnv, action: str | None, policy: Policy, t0: float,
             episode_id: str | None, metadata: dict[str, Any] | None) -> EpisodeBrokenError:
     """The episode an action broke, as a failure: reward 0, why, and the action that broke it
@@ -166,7 +176,7 @@ def _broken(error: SandboxError, env: EpisodeEnv, action: str | None, policy: Po
     why = f"{type(error).__name__}: {error}"
     if action is not None:
         traj.turns.append(Turn(index=len(traj.turns) + 1, action=action, observation=f"[sandbox broken] {why}",
-                               provenance=Provenance(kind="real", source=f"{traj.domain} (broken)")))
+                               provenance=Provenance(kind="real", source=f"{traj.domain} {BROKEN}")))
     traj.reward = 0.0
     traj.metadata.update(broken=why)
     return EpisodeBrokenError(f"the episode broke its sandbox: {error}",

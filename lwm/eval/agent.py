@@ -44,7 +44,7 @@ from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import request_settings, sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory, backend_spec
-from lwm.sim.policy import PolicySpec, valid_action
+from lwm.sim.policy import PolicySpec
 from lwm.sim.rollout import EpisodeJob, play_for_real
 
 
@@ -152,7 +152,7 @@ class _Episode:
         traj = Trajectory.model_validate(record)
         spec = domains.get(traj.domain)
         actions = [t.action for t in traj.turns]
-        meta = {"valid_actions": sum(valid_action(spec, a) for a in actions), "actions": len(actions),
+        meta = {"valid_actions": sum(spec.accepts(a) for a in actions), "actions": len(actions),
                 "real_steps": len(actions) if self.job.factory.backend == "real" else 0}
         if self.replay:
             real = play_for_real(traj.domain, self.job.task, actions).reward

@@ -27,6 +27,7 @@ from typing import Any
 
 from lwm import domains
 from lwm.envs.base import Task
+from lwm.envs.episode import broke_sandbox
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, iter_jsonl, write_atomic
@@ -67,8 +68,7 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
     task = _task(traj)
     spec = domains.get(traj.domain)
     real = play_for_real(traj.domain, task, [t.action for t in traj.turns])
-    # the action that broke the sandbox observed nothing to compare with (lwm.envs.episode: "(broken)")
-    observed = [t for t in real.turns if not t.provenance.source.endswith("(broken)")]
+    observed = [t for t in real.turns if not broke_sandbox(t)]
     steps = [{"turn": sim.index, **fidelity(sim.observation, done.observation, canonical=spec.canonical).to_dict(),
               "kind": sim.provenance.kind, "real_observation": done.observation}
              for sim, done in zip(traj.turns, observed)]

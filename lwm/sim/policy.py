@@ -16,7 +16,7 @@ The answer is read by :func:`read_action`: reasoning removed; when the answer ho
 fenced code block, the first block is the action (small models wrap it in prose); ``DONE``
 (or nothing) ends the episode; the text goes through the tool's ``to_action`` (the
 terminal's tool takes a plain command line). Whether the result is a valid action of the
-domain is :func:`valid_action`; whether the answer was nothing but a well-formed action
+domain is :meth:`lwm.domains.Domain.accepts`; whether the answer was nothing but a well-formed action
 (the format reward of RL) is :func:`well_formed_answer`.
 """
 
@@ -32,7 +32,6 @@ from lwm import domains
 from lwm.domains import Domain
 from lwm.envs.base import Task
 from lwm.envs.episode import Policy, Script, ScriptedPolicy
-from lwm.errors import ActionFormatError
 from lwm.loop import run_sync
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
@@ -101,17 +100,8 @@ def well_formed_answer(domain: Domain, text: str) -> bool:
     answer, alone = _answer(text)
     if answer.upper().rstrip(".") == "DONE":
         return True
-    return bool(answer) and alone and domain.tool.well_formed(answer) and valid_action(
-        domain, domain.tool.to_action(answer))
-
-
-def valid_action(domain: Domain, action: str) -> bool:
-    """Whether ``action`` follows the domain's action format."""
-    try:
-        domain.parse_action(action)
-    except (ActionFormatError, TypeError, ValueError):
-        return False
-    return True
+    return bool(answer) and alone and domain.tool.well_formed(answer) and domain.accepts(
+        domain.tool.to_action(answer))
 
 
 class ChatPolicy:

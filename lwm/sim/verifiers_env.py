@@ -159,8 +159,8 @@ class LwmEnv(vf.Env[LwmEnvConfig]):
         super().__init__(config)
         if config.backend == "real":
             for name in dict.fromkeys(task.data.domain for task in self.taskset):
-                if not domains.get(name).runnable:
-                    domains.get(name).make_env()  # raises, saying why
+                if not (spec := domains.get(name)).runnable:
+                    spec.make_env()  # raises, saying why
 
     def factory(self, domain: str) -> EnvFactory:
         """The environment factory of ``domain`` for this configuration."""
