@@ -484,14 +484,16 @@ class McpSimulator:
         return session
 
     def _end(self, scope: _Scope, key: str) -> None:
-        session = scope.sessions.pop(key, None)
-        if session is None or session.env.trajectory is None:
+        session = scope.sessions.get(key)
+        if session is None:
             return
         traj = session.env.trajectory
-        if traj.turns and self.recorder is not None:
+        if traj is not None and traj.turns and self.recorder is not None:
             traj.metadata["ended"] = _now()
             self.recorder.finish(traj)
         session.env.close()
+        # Left open until recorded: another thread that sees no open session finds it written.
+        del scope.sessions[key]
 
     def end_session(self, key: str) -> bool:
         """End the session ``key`` (an ``Mcp-Session-Id``) now and record it; ``False`` when
