@@ -209,6 +209,10 @@ def eval_(
     baseline: Path | None = option(EvalConfig, "baseline"),
     predict: str | None = option(EvalConfig, "prediction", "--predict", metavar="full|change"),
     compact_tools: bool | None = option(EvalConfig, "compact_tools", "--compact-tools/--no-compact-tools"),
+    score_candidates: bool | None = option(EvalConfig, "score_candidates",
+                                           "--score-candidates/--no-score-candidates"),
+    index: Path | None = option(EvalConfig, "index", "--index", metavar="FILE"),
+    neighbours: int = option(EvalConfig, "neighbours", "--neighbours", min=1, max=8),
     progress: bool = PROGRESS,
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
@@ -225,7 +229,8 @@ def eval_(
     config = EvalConfig(out=out, data=data, domains=tuple(domain) if domain else None, limit=limit, episodes=episodes,
                         sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
                         baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
-                        prediction=predict, compact_tools=compact_tools)
+                        prediction=predict, compact_tools=compact_tools, score_candidates=score_candidates,
+                        index=index, neighbours=neighbours)
     world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,
                       concurrency, timeout, context_window, str(adapter) if adapter else None)
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
@@ -585,6 +590,23 @@ def serve_mcp(
     recorder = call(run_server, config, world, toolset, on_ready=ready,
                     hint=f"the sessions so far are recorded in {out}/trajectories.jsonl")
     note(f"{recorder.sessions} sessions recorded in {recorder.path}")
+
+
+@app.command("models")
+def models() -> None:
+    """The models lwm ships and the reference predictors of lwm eval. Any GGUF file, hf:<dir> (transformers), or
+    with --base-url the name of a model an OpenAI-compatible server serves can be named too."""
+    from rich.table import Table
+
+    from lwm.models import NAMED, WORLD_MODEL
+    from lwm.models.registry import REFERENCE_PREFIX, REFERENCES
+
+    table = Table("name", "kind", "what it is", title="Models by name (--model, --policy, --reward-model)")
+    for ref in NAMED.values():
+        table.add_row(ref.name + (" (default)" if ref.name == WORLD_MODEL else ""), ref.kind, ref.description)
+    for kind, description in REFERENCES.items():
+        table.add_row(REFERENCE_PREFIX + kind, "reference (lwm eval only)", description)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 @serve_app.command("model")

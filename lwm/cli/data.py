@@ -6,14 +6,15 @@ from pathlib import Path
 
 import typer
 
-from lwm.cli.common import call, note, option
+from lwm.cli.common import call, fail, note, option
 from lwm.data.annotate import AnnotateConfig
 from lwm.data.build import BuildConfig
 from lwm.data.verdicts import KINDS, MAX_TRACE_WEIGHT, VerdictDataConfig
+from lwm.retrieval import build_index
 
 data_app = typer.Typer(
     help="Training data: build next-observation datasets from trajectories; annotate them with teacher reasoning; "
-         "label real episodes for the reward model.",
+         "label real episodes for the reward model; index real transitions for retrieval.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
 )
 
@@ -48,6 +49,25 @@ def build_cmd(
          f"over budget, {c['skipped']['change_unrenderable']} without a renderable change, "
          f"{c['later_run_trajectories']} later-run trajectories left out, "
          f"{c['examples_with_dropped_turns']} examples with dropped history")
+
+
+@data_app.command("index")
+def index_cmd(
+    sources: list[Path] = option(build_index, "sources", "--from", metavar="<path>", default=[],
+                                 help_suffix="Repeat, or list more paths after the options."),
+    more: list[Path] | None = typer.Argument(None, help="More sources (same as --from).", show_default=False),
+    out: Path = option(build_index, "out", "--out"),
+    leave_out_family: list[str] | None = option(build_index, "leave_out_families", "--leave-out-family",
+                                                default=None, help_suffix="Repeat for several."),
+) -> None:
+    """Index real transitions for retrieval: lwm eval --index puts the nearest ones among the
+    candidates the world model scores."""
+    paths = [*sources, *(more or [])]
+    if not paths:
+        fail(ValueError("no sources: give trajectory files or directories (--from PATH, or PATH after the options)"))
+    index = call(build_index, paths, out, tuple(leave_out_family or ()))
+    counts = ", ".join(f"{d} {len(ts)}" for d, ts in sorted(index.by_domain.items()))
+    note(f"wrote {out}: {len(index)} real transitions ({counts})")
 
 
 @data_app.command("annotate")

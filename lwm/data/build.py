@@ -62,6 +62,7 @@ from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_
 from lwm.prediction import Prediction, check_prediction, observed_change, request, row_prediction
 from lwm.progress import progress_bar
 from lwm.prompts import UNSEEN_PHRASING, rephrase
+from lwm.retrieval import episode_of
 from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
 
 SPLITS = ("train", "validation")
@@ -259,10 +260,6 @@ def _run_of(traj_id: str, metadata_run: Any = None) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _episode_of(traj_id: str) -> str:
-    return _RUN_SUFFIX.sub("", traj_id)
-
-
 def _qualify(domain: str, name: str) -> str:
     return name if name.startswith(domain + "/") else f"{domain}/{name}"
 
@@ -324,7 +321,7 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
             where = f"{path}:{line}"
             if kind == "trajectories":
                 traj = parse_trajectory(obj, path, line)
-                episode = _qualify(traj.domain, str(traj.metadata.get("episode") or _episode_of(traj.id)))
+                episode = _qualify(traj.domain, str(traj.metadata.get("episode") or episode_of(traj.id)))
                 family = _qualify(traj.domain, str(traj.metadata.get("family") or episode))
                 run = _run_of(traj.id, traj.metadata.get("run"))
                 spec = domains.find(traj.domain)
@@ -339,7 +336,7 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
                 row = parse_row(obj, path, line)
                 tid = str(row.id)
                 extra = row.model_extra or {}
-                episode = _qualify(row.domain, _episode_of(tid))
+                episode = _qualify(row.domain, episode_of(tid))
                 family = _qualify(row.domain, str(extra.get("family") or episode))
                 out.append(Candidate(row, tid, row.turn_idx, row.domain, episode, family,
                                      str(extra.get("provenance_kind") or "unknown"),

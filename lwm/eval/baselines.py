@@ -18,12 +18,13 @@ simulation or judge (:meth:`RowBaseline.generate` raises).
 from __future__ import annotations
 
 from lwm import domains
-from lwm.models import REFERENCE_PREFIX, is_reference, load_model
+from lwm.models import load_model
 from lwm.models.base import ChatModel, Generation, Message, SamplingParams, approx_tokens
+from lwm.models.registry import REFERENCE_PREFIX, REFERENCES, resolve
 from lwm.prediction import action_of, previous_observation
 from lwm.schema import BenchRow
 
-BASELINES = ("repeat-last", "trivial")
+BASELINES = tuple(REFERENCES)
 
 
 def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
@@ -36,7 +37,7 @@ def load_predictor(name: str, **kwargs) -> ChatModel | RowBaseline:
             with a reference predictor.
         as :func:`lwm.models.load_model`.
     """
-    if not is_reference(name):
+    if not resolve(name).is_reference:
         return load_model(name, **kwargs)
     if kwargs.get("adapter") or kwargs.get("base_url"):
         raise ValueError(f"{name} is a reference predictor: it takes no adapter and no endpoint")

@@ -14,6 +14,7 @@ are explicit and recorded. Output directory::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sys
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm import domains
+from lwm.candidates import Choice, candidate_scoring, choose
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
@@ -32,7 +34,8 @@ from lwm.metrics import fidelity
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
-from lwm.prediction import Prediction, full_observation, request, request_format, row_prediction
+from lwm.prediction import Prediction, action_of, full_observation, request, request_format, row_prediction
+from lwm.retrieval import TransitionIndex, episode_of
 from lwm.schema import BenchRow, read_rows
 
 JudgeMode = Literal["score", "real", "closer"]
@@ -63,6 +66,13 @@ class EvalConfig:
             model's own (``change`` for an adapter trained on changes, else ``full``).
         compact_tools: send tool lists in system prompts as one-line signatures
             (:func:`lwm.prompts.compact_tools`); not given: as the model was trained.
+        score_candidates: let the model choose, by its own likelihood, between its answer,
+            the previous observation and the domain's trivial guess (:mod:`lwm.candidates`;
+            the embedded and transformers models); off unless ``index`` is given.
+        index: a transition index (``lwm data index``, :mod:`lwm.retrieval`): the observations
+            of the real transitions whose actions are most like the row's join the
+            candidates (never one of the row's own episode).
+        neighbours: transitions taken from ``index`` per row.
     """
 
     out: Path
@@ -78,6 +88,9 @@ class EvalConfig:
     judge_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=1024))
     prediction: Prediction | None = None
     compact_tools: bool | None = None
+    score_candidates: bool | None = None
+    index: Path | None = None
+    neighbours: int = 2
 
 
 def row_key(index: int, row: BenchRow) -> str:
@@ -181,6 +194,25 @@ async def predict_rows(
     """
     sampling = config.sampling.to_dict()
     mode, compact = request_format(model, config.prediction, config.compact_tools)
+    scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
+    index = TransitionIndex.load(config.index) if config.index is not None else None
+
+    # Scored right after its generation, a row's prompt is still in llama.cpp's KV cache (a
+    # transformers model loses its batching to this lock; it has no cache to keep).
+    one_row_at_a_time = asyncio.Lock() if scoring else contextlib.nullcontext()
+
+    async def answer(row: BenchRow, messages: list, gen: Any) -> tuple[Any, Choice | str | None]:
+        """The parsed answer and, when scoring candidates, the choice (or why it failed)."""
+        stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
+        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
+        if not scoring:
+            return parsed, None
+        near = index.nearest(row.domain, action_of(row) or "", config.neighbours,
+                             exclude_episode=episode_of(row.id)) if index is not None else ()
+        try:
+            return parsed, await choose(model, messages, row, mode, parsed.observation, near)
+        except Exception as e:  # recorded; the answer the model wrote is kept
+            return parsed, f"{type(e).__name__}: {e}"[:2000]
 
     async def one(item: tuple[str, BenchRow]) -> dict:
         key, row = item
@@ -195,13 +227,15 @@ async def predict_rows(
             return rec | {"output": obs, "reasoning": "", "observation": obs, "parse_issues": [], "error": None}
         messages, rec["dropped_turns"] = request(row, mode, model.count_tokens, config.max_prompt_tokens,
                                                      compact=compact)
-        try:
-            gen = await model.generate(messages, config.sampling)
-        except Exception as e:  # counted as a failed row, never fatal
-            return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
-        stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
+        async with one_row_at_a_time:
+            try:
+                gen = await model.generate(messages, config.sampling)
+            except Exception as e:  # counted as a failed row, never fatal
+                return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
+            parsed, chosen = await answer(row, messages, gen)
+        if isinstance(chosen, str):  # the model's own answer stands
+            rec["candidate_error"], chosen = chosen, None
         truncated = gen.finish_reason == "length"
-        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=truncated)
         sent = sum(model.count_tokens(m["content"]) for m in messages)
         cut = context_cut(sent, gen.prompt_tokens)
         if cut and not warned:
@@ -209,9 +243,12 @@ async def predict_rows(
             print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
                   "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
                   "a world model'); such rows are marked context_cut", file=sys.stderr)
-        written = {"change": parsed.observation} if row_prediction(row, mode) == "change" else {}
-        return rec | {"output": gen.text, "reasoning": parsed.reasoning,
-                      "observation": full_observation(row, parsed.observation, mode), **written,
+        observation, written = full_observation(row, parsed.observation, mode), parsed.observation
+        if chosen is not None:
+            observation, written = chosen.observation, chosen.written
+            rec |= {"candidate": chosen.source, "candidate_scores": chosen.scores}
+        changed = {"change": written} if row_prediction(row, mode) == "change" else {}
+        return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": observation, **changed,
                       "parse_issues": parsed.issues, "finish_reason": gen.finish_reason, "truncated": truncated,
                       "context_cut": cut, "prompt_tokens": gen.prompt_tokens,
                       "completion_tokens": gen.completion_tokens, "error": None}
@@ -341,13 +378,17 @@ async def evaluate(
     if judge is not None and config.judge_mode == "closer":
         load_baseline(config)  # fail before predicting, not after
     prediction, compact = request_format(model, config.prediction, config.compact_tools)
+    scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
+    retrieval = {"index": str(config.index), "neighbours": config.neighbours} if config.index is not None else None
+    # defaults: what runs recorded before these settings existed used
     check_run_settings(out / "run.json", {
-        "model": model.name, "prediction": prediction, "compact_tools": compact,
+        "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
+        "retrieval": retrieval,
         "sampling": config.sampling.to_dict(),
         "max_prompt_tokens": config.max_prompt_tokens,
         "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
-    }, defaults={"prediction": "full", "compact_tools": False})  # what runs recorded before these settings used
+    }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None})
     t0 = time.monotonic()
     records, n_predicted = await predict_rows(rows, model, config, show_progress=show_progress)
     t_pred = time.monotonic() - t0
@@ -358,6 +399,8 @@ async def evaluate(
         "model": model.name,
         "prediction": prediction,
         "compact_tools": compact,
+        "score_candidates": scoring,
+        "retrieval": retrieval,
         "judge": judge.name if judge else None,
         "judge_mode": config.judge_mode if judge else None,
         "sampling": config.sampling.to_dict(),
@@ -386,6 +429,8 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
 
     Raises:
         ValueError: ``episodes`` with ``data``; a reference predictor as the judge;
+            ``score_candidates`` (or ``index``) for a model that cannot score answers, or
+            ``index`` with ``score_candidates`` off;
             ``extra_body`` for a model without ``base_url`` (nothing would send it).
         LwmError: as :func:`evaluate`; no episode of a suite could be played.
         ModelUnavailableError: a model cannot be loaded or reached.
@@ -400,6 +445,9 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
                          "model takes none")
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
+    candidate_scoring(predictor, config.score_candidates, config.index is not None)  # refused before collection
+    if config.index is not None:
+        TransitionIndex.load(config.index)
     judge_model = judge.load() if judge is not None else None
     if config.data is None:
         for domain in config.domains or ("terminal",):

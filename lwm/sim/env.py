@@ -21,6 +21,7 @@ from collections.abc import MutableMapping
 from typing import Any, Literal
 
 from lwm import domains
+from lwm.candidates import candidate_scoring, choose
 from lwm.envs.base import StepResult, Task
 from lwm.envs.cache import cache_key
 from lwm.errors import EnvironmentClosedError
@@ -102,9 +103,14 @@ class SimEnv:
             not given: the model's own (``change`` for an adapter trained on changes).
         compact_tools: send tool lists as one-line signatures (:func:`lwm.prompts.compact_tools`);
             not given: as the model was trained.
+        score_candidates: let the world model choose, by its own likelihood, between its
+            answer, the previous observation and the domain's trivial guess
+            (:mod:`lwm.candidates`; the embedded and transformers models). Off by default.
 
     Raises:
         UnknownDomainError: ``domain`` is not registered.
+        ValueError: an unknown reward source; ``score_candidates`` for a model that cannot
+            score answers.
 
     Example:
         >>> env = SimEnv("terminal", load_model("embedded-warmup"))  # doctest: +SKIP
@@ -119,7 +125,7 @@ class SimEnv:
                  judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
                  memo: MutableMapping[str, asyncio.Future] | None = None, real_start: bool = False,
                  show_task: bool = True, prediction: Prediction | None = None,
-                 compact_tools: bool | None = None) -> None:
+                 compact_tools: bool | None = None, score_candidates: bool = False) -> None:
         if reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {reward!r} ({', '.join(REWARD_SOURCES)})")
         self.spec = domains.get(domain)
@@ -138,6 +144,7 @@ class SimEnv:
         self.real_start = real_start
         self.show_task = show_task
         self.prediction, self.compact_tools = request_format(model, prediction, compact_tools)
+        self.score_candidates = candidate_scoring(model, score_candidates)
         self._system_prompt = system_prompt
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
@@ -282,7 +289,8 @@ class SimEnv:
             return await self._generate(pending)
         key = cache_key(self.domain, traj.system_prompt, [("", traj.initial_observation)] +
                         [(t.action, t.observation) for t in traj.turns], action, self.model.name,
-                        {**self.sampling.to_dict(), "prediction": self.prediction, "compact_tools": self.compact_tools})
+                        {**self.sampling.to_dict(), "prediction": self.prediction, "compact_tools": self.compact_tools,
+                         "score_candidates": self.score_candidates})
         if (known := self.memo.get(key)) is not None:
             return {**await asyncio.shield(known), "memo_hit": True}
         future = self.memo[key] = asyncio.get_running_loop().create_future()
@@ -304,8 +312,13 @@ class SimEnv:
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
         parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        written = {"change": parsed.observation} if row_prediction(row, self.prediction) == "change" else {}
-        out = {"observation": full_observation(row, parsed.observation, self.prediction), **written,
+        observation, written = full_observation(row, parsed.observation, self.prediction), parsed.observation
+        chosen = {}
+        if self.score_candidates:
+            choice = await choose(self.model, messages, row, self.prediction, parsed.observation)
+            observation, written, chosen = choice.observation, choice.written, {"candidate": choice.source}
+        changed = {"change": written} if row_prediction(row, self.prediction) == "change" else {}
+        out = {"observation": observation, **changed, **chosen,
                "reasoning": parsed.reasoning, "parse_issues": parsed.issues,
                "dropped_turns": dropped, "prompt_tokens": gen.prompt_tokens,
                "completion_tokens": gen.completion_tokens, "memo_hit": False}

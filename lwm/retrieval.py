@@ -1,0 +1,236 @@
+"""Real transitions near the one being predicted: an index of real (previous observation,
+action, observation) triples per domain, searched by the action's text.
+
+Peers ground small simulators in real experience this way (DreamGym's experience model
+retrieves similar real transitions; world-model-harness does the same for frontier models).
+In ``lwm`` the neighbours' observations become candidates of :mod:`lwm.candidates`, which
+the world model scores by its own likelihood: the neighbour of ``cat notes.txt`` in another
+episode often printed what this one prints.
+
+The index is a JSON Lines file, one transition per line (``lwm data index``)::
+
+    {"domain": "terminal", "episode": "terminal/files-backup", "family": "…",
+     "previous": "…", "action": "…", "observation": "…"}
+
+Only real turns go in (provenance ``real``). ``lwm eval --index`` never takes one of the
+episode being predicted (its other runs included); families can be left out of the index
+(``--leave-out-family``: the held-out families, when it serves a measurement on held-out
+rows).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from lwm.errors import DataNotFoundError, RowFormatError
+from lwm.jsonl import iter_jsonl, write_jsonl
+from lwm.schema import Trajectory, read_trajectories
+
+_RUN_SUFFIX = re.compile(r"/run(\d+)$")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One real transition in the index, abridged: the observation before the action
+    stands for the state (:class:`lwm.schema.Transition` keeps the whole history).
+
+    Attributes:
+        domain: the domain.
+        episode: the episode it belongs to (:func:`episode_of` its trajectory's id: its
+            runs share it).
+        family: the task family with its domain (``terminal/files``), ``""`` when unknown.
+        previous: the observation before the action.
+        action: the action, as the agent wrote it.
+        observation: the real observation after it.
+    """
+
+    domain: str
+    episode: str
+    family: str
+    previous: str
+    action: str
+    observation: str
+
+
+def episode_of(trajectory_id: object) -> str:
+    """The episode a trajectory (or a row, by its ``id``) is a run of: the id without a
+    trailing ``/runN`` (``lwm collect`` plays each episode several times).
+
+    >>> episode_of("terminal/files-backup/run1"), episode_of("terminal/notes/real")
+    ('terminal/files-backup', 'terminal/notes/real')
+    """
+    return _RUN_SUFFIX.sub("", str(trajectory_id))
+
+
+def qualified(domain: str, family: str) -> str:
+    """A family's name with its domain: ``files`` and ``terminal/files`` are both
+    ``terminal/files`` in the domain ``terminal``."""
+    return family if family.startswith(domain + "/") else f"{domain}/{family}"
+
+
+def index_entries(trajectory: Trajectory) -> list[IndexEntry]:
+    """The real turns of ``trajectory`` as index entries (simulated or replayed turns are left out)."""
+    episode = episode_of(trajectory.id)
+    family = trajectory.metadata.get("family")
+    family = qualified(trajectory.domain, family) if isinstance(family, str) and family else ""
+    out, previous = [], trajectory.initial_observation
+    for turn in trajectory.turns:
+        if turn.provenance.kind == "real":
+            out.append(IndexEntry(trajectory.domain, episode, family, previous, turn.action, turn.observation))
+        previous = turn.observation
+    return out
+
+
+def action_text(action: str) -> str:
+    """What an action says, for comparing actions: the string values of a JSON action, in
+    order (a terminal action's keystrokes, a tool call's name and arguments; keys and
+    numbers such as durations left out), else the action as written (SQL, Python).
+
+    >>> action_text('[{"keystrokes": "ls -la\\n", "duration": 0.3}]')
+    'ls -la'
+    """
+    try:
+        value = json.loads(action)
+    except ValueError:
+        return action.strip()
+    out: list[str] = []
+
+    def walk(v: object) -> None:
+        if isinstance(v, str):
+            out.append(v.strip())
+        elif isinstance(v, dict):
+            for item in v.values():
+                walk(item)
+        elif isinstance(v, list):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return " ".join(out) if out else action.strip()
+
+
+class TransitionIndex:
+    """Real transitions by domain, searched by the similarity of what their actions say
+    (:func:`action_text`; ``rapidfuzz``'s normalized Indel similarity, 0-100).
+
+    Args:
+        items: the transitions.
+    """
+
+    def __init__(self, items: Iterable[IndexEntry]) -> None:
+        self.by_domain: dict[str, list[IndexEntry]] = {}
+        self._texts: dict[str, list[str]] = {}
+        seen = set()
+        for t in items:
+            if t not in seen:  # the runs of an episode repeat it
+                seen.add(t)
+                self.by_domain.setdefault(t.domain, []).append(t)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.by_domain.values()))
+
+    @classmethod
+    def from_trajectories(cls, paths: Sequence[str | Path], leave_out_families: Iterable[str] = (),
+                          ) -> TransitionIndex:
+        """The real turns of the trajectories in ``paths``: trajectory files (JSON Lines), or
+        directories searched for the ``trajectories.jsonl`` of ``lwm collect`` and the
+        ``episodes.jsonl`` of ``lwm agent eval``; none of ``leave_out_families``.
+
+        Raises:
+            DataNotFoundError: a path does not exist or holds no trajectory file.
+            RowFormatError: a malformed line (file and line number named).
+        """
+        files: list[Path] = []
+        for p in map(Path, paths):
+            found = [p] if p.is_file() else sorted(
+                f for name in ("trajectories.jsonl", "episodes.jsonl") for f in p.rglob(name)) if p.is_dir() else []
+            if not found:
+                raise DataNotFoundError(f"{p}: no such file, or no trajectories.jsonl or episodes.jsonl under it")
+            files += found
+        left_out = set(leave_out_families)
+        return cls(t for f in files for traj in read_trajectories(f) for t in index_entries(traj)
+                   if t.family not in {qualified(t.domain, name) for name in left_out})
+
+    @classmethod
+    def load(cls, path: str | Path) -> TransitionIndex:
+        """An index written by :meth:`save`.
+
+        Raises:
+            DataNotFoundError: no such file.
+            RowFormatError: a line that is not a transition (file and line number named).
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise DataNotFoundError(f"no transition index at {path} (make one with lwm data index)")
+        items = []
+        for line_no, obj in iter_jsonl(path):
+            try:
+                items.append(IndexEntry(**obj))
+            except TypeError as e:
+                raise RowFormatError(path, line_no, f"not a transition: {e}") from None
+            if not all(isinstance(v, str) for v in asdict(items[-1]).values()):
+                raise RowFormatError(path, line_no, "every field of a transition is a string")
+            if items[-1].family:  # an index written by hand may name a family without its domain
+                items[-1] = replace(items[-1], family=qualified(items[-1].domain, items[-1].family))
+        return cls(items)
+
+    def save(self, path: str | Path) -> None:
+        """Write the index as JSON Lines, atomically."""
+        write_jsonl(path, [asdict(t) for ts in self.by_domain.values() for t in ts])
+
+    def nearest(self, domain: str, action: str, k: int = 2, *, exclude_episode: str | None = None,
+                exclude_families: Iterable[str] = (), min_similarity: float = 60.0) -> list[IndexEntry]:
+        """The ``k`` transitions of ``domain`` whose actions are most like ``action`` (at
+        least ``min_similarity``, 0-100), best first; none of ``exclude_episode`` or of a
+        family in ``exclude_families`` (with or without the domain); one per distinct
+        observation; none when ``k`` < 1."""
+        from rapidfuzz import fuzz, process
+
+        if k < 1:
+            return []
+        left_out = {qualified(domain, name) for name in exclude_families}
+        pool = self.by_domain.get(domain, [])
+        if domain not in self._texts:  # what each action says, once per domain
+            self._texts[domain] = [action_text(t.action) for t in pool]
+        out, seen = [], set()
+        for _, _, i in process.extract(action_text(action), self._texts[domain], scorer=fuzz.ratio,
+                                       score_cutoff=min_similarity, limit=None):
+            t = pool[i]
+            if t.episode != exclude_episode and t.family not in left_out and t.observation not in seen:
+                seen.add(t.observation)
+                out.append(t)
+                if len(out) == k:
+                    break
+        return out
+
+
+def build_index(sources: Sequence[str | Path], out: str | Path, leave_out_families: Sequence[str] = (),
+                ) -> TransitionIndex:
+    """What ``lwm data index`` does: the real transitions of ``sources``, less those of
+    ``leave_out_families``, written to ``out``.
+
+    Args:
+        sources: trajectory files, or directories searched for them
+            (:meth:`TransitionIndex.from_trajectories`).
+        out: the index file (JSON Lines).
+        leave_out_families: task families to leave out, with or without their domain
+            (the held-out families, when the index serves a measurement on held-out rows).
+
+    Raises:
+        DataNotFoundError: a source holds no trajectory file, or no real transition is left.
+        RowFormatError: a malformed line (file and line number named).
+    """
+    left_out = set(leave_out_families)
+    index = TransitionIndex.from_trajectories(sources, leave_out_families=left_out)
+    if not len(index):
+        raise DataNotFoundError(f"no real transition in {', '.join(map(str, sources))}"
+                                + (" outside the families left out" if left_out else ""))
+    index.save(out)
+    return index
+
+
+__all__ = ["IndexEntry", "TransitionIndex", "action_text", "build_index", "episode_of", "index_entries", "qualified"]
