@@ -79,7 +79,9 @@ def candidate_scoring(model: object, setting: bool | None = None, retrieval: boo
     if not (setting or retrieval):
         return False
     if not can_score(model):
-        raise ValueError(f"{getattr(model, 'name', model)} cannot score whole answers: candidate scoring "
+        served = " (a server returns the log-probabilities of the first token only: run the model in-process, " \
+                 "without --base-url)" if getattr(model, "base_url", None) else ""
+        raise ValueError(f"{getattr(model, 'name', model)} cannot score whole answers{served}: candidate scoring "
                          "(--score-candidates, --index) needs the embedded or a transformers model")
     return True
 

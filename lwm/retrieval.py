@@ -26,11 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from lwm.envs.episode import broke_sandbox
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jsonl import iter_jsonl, write_jsonl
 from lwm.schema import Trajectory, read_trajectories
 
 _RUN_SUFFIX = re.compile(r"/run(\d+)$")
+#: The fields of an index line.
+FIELDS = frozenset(("domain", "episode", "family", "previous", "action", "observation"))
 
 
 @dataclass(frozen=True)
@@ -73,13 +76,14 @@ def qualified(domain: str, family: str) -> str:
 
 
 def index_entries(trajectory: Trajectory) -> list[IndexEntry]:
-    """The real turns of ``trajectory`` as index entries (simulated or replayed turns are left out)."""
+    """The real turns of ``trajectory`` as index entries (simulated or replayed turns, and an
+    action that broke its sandbox, are left out)."""
     episode = episode_of(trajectory.id)
     family = trajectory.metadata.get("family")
     family = qualified(trajectory.domain, family) if isinstance(family, str) and family else ""
     out, previous = [], trajectory.initial_observation
     for turn in trajectory.turns:
-        if turn.provenance.kind == "real":
+        if turn.provenance.kind == "real" and not broke_sandbox(turn):
             out.append(IndexEntry(trajectory.domain, episode, family, previous, turn.action, turn.observation))
         previous = turn.observation
     return out
@@ -113,6 +117,39 @@ def action_text(action: str) -> str:
     return " ".join(out) if out else action.strip()
 
 
+def trajectory_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The trajectory files of ``paths``: a file as it is; in a directory (searched, links
+    followed), every ``trajectories.jsonl`` (``lwm collect``) and ``episodes.jsonl`` (``lwm
+    agent eval``) whose first record is a trajectory (``lwm train rl`` writes a log of the
+    same name, which is skipped).
+
+    Raises:
+        DataNotFoundError: a path does not exist or holds no trajectory file.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_file():
+            files.append(p)
+            continue
+        found = sorted(f for name in ("trajectories.jsonl", "episodes.jsonl") for f in p.glob(f"**/{name}")
+                       if _holds_trajectories(f)) if p.is_dir() else []
+        if not found:
+            raise DataNotFoundError(f"{p}: no such file, or no trajectories.jsonl or episodes.jsonl of "
+                                    "trajectories under it")
+        files += found
+    return files
+
+
+def _holds_trajectories(path: Path) -> bool:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        first = next((line for line in f if line.strip()), "")
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return True  # read, so that the malformed line is named
+    return isinstance(obj, dict) and "turns" in obj
+
+
 class TransitionIndex:
     """Real transitions by domain, searched by the similarity of what their actions say
     (:func:`action_text`; ``rapidfuzz``'s normalized Indel similarity, 0-100).
@@ -134,33 +171,21 @@ class TransitionIndex:
         return sum(map(len, self.by_domain.values()))
 
     @classmethod
-    def from_trajectories(cls, paths: Sequence[str | Path], leave_out_families: Iterable[str] = (),
-                          ) -> TransitionIndex:
-        """The real turns of the trajectories in ``paths``: trajectory files (JSON Lines), or
-        directories searched for the ``trajectories.jsonl`` of ``lwm collect`` and the
-        ``episodes.jsonl`` of ``lwm agent eval``; none of ``leave_out_families``.
+    def from_trajectories(cls, paths: Sequence[str | Path]) -> TransitionIndex:
+        """The real turns of the trajectories in ``paths`` (:func:`trajectory_files`).
 
         Raises:
             DataNotFoundError: a path does not exist or holds no trajectory file.
             RowFormatError: a malformed line (file and line number named).
         """
-        files: list[Path] = []
-        for p in map(Path, paths):
-            found = [p] if p.is_file() else sorted(
-                f for name in ("trajectories.jsonl", "episodes.jsonl") for f in p.rglob(name)) if p.is_dir() else []
-            if not found:
-                raise DataNotFoundError(f"{p}: no such file, or no trajectories.jsonl or episodes.jsonl under it")
-            files += found
-        left_out = set(leave_out_families)
-        return cls(t for f in files for traj in read_trajectories(f) for t in index_entries(traj)
-                   if t.family not in {qualified(t.domain, name) for name in left_out})
+        return cls(t for f in trajectory_files(paths) for traj in read_trajectories(f) for t in index_entries(traj))
 
     @classmethod
     def load(cls, path: str | Path) -> TransitionIndex:
         """An index written by :meth:`save`.
 
         Raises:
-            DataNotFoundError: no such file.
+            DataNotFoundError: no such file, or an empty one.
             RowFormatError: a line that is not a transition (file and line number named).
         """
         path = Path(path)
@@ -168,14 +193,16 @@ class TransitionIndex:
             raise DataNotFoundError(f"no transition index at {path} (make one with lwm data index)")
         items = []
         for line_no, obj in iter_jsonl(path):
-            try:
-                items.append(IndexEntry(**obj))
-            except TypeError as e:
-                raise RowFormatError(path, line_no, f"not a transition: {e}") from None
+            if set(obj) != FIELDS:
+                raise RowFormatError(path, line_no, f"not a transition of an index (lwm data index): expected the "
+                                     f"fields {', '.join(sorted(FIELDS))}; found {', '.join(sorted(obj)) or 'none'}")
+            items.append(IndexEntry(**obj))
             if not all(isinstance(v, str) for v in asdict(items[-1]).values()):
                 raise RowFormatError(path, line_no, "every field of a transition is a string")
             if items[-1].family:  # an index written by hand may name a family without its domain
                 items[-1] = replace(items[-1], family=qualified(items[-1].domain, items[-1].family))
+        if not items:
+            raise DataNotFoundError(f"{path} holds no transition (make an index with lwm data index)")
         return cls(items)
 
     def save(self, path: str | Path) -> None:
@@ -223,14 +250,29 @@ def build_index(sources: Sequence[str | Path], out: str | Path, leave_out_famili
     Raises:
         DataNotFoundError: a source holds no trajectory file, or no real transition is left.
         RowFormatError: a malformed line (file and line number named).
+        ValueError: ``out`` is a trajectory file (or named like one), or a family to leave
+            out has no transition in the sources (a misspelt name would leave nothing out).
     """
-    left_out = set(leave_out_families)
-    index = TransitionIndex.from_trajectories(sources, leave_out_families=left_out)
+    files = trajectory_files(sources)
+    target = Path(out).resolve()
+    if any(target == f.resolve() for f in files) or target.name in ("trajectories.jsonl", "episodes.jsonl"):
+        raise ValueError(f"--out {out} would replace a trajectory file (or be read as one next time): "
+                         "write the index elsewhere, e.g. index.jsonl")
+    entries = [t for f in files for traj in read_trajectories(f) for t in index_entries(traj)]
+    left_out = {name: {qualified(t.domain, name) for t in entries} for name in leave_out_families}
+    unknown = [name for name, forms in left_out.items() if not any(t.family in forms for t in entries)]
+    if unknown:
+        known = sorted({t.family for t in entries if t.family})
+        raise ValueError(f"no transition of the families {', '.join(map(repr, unknown))} to leave out; the "
+                         f"sources' families: {', '.join(known[:30]) or 'none'}{' …' if len(known) > 30 else ''}")
+    dropped = set().union(*left_out.values()) if left_out else set()
+    index = TransitionIndex(t for t in entries if t.family not in dropped)
     if not len(index):
         raise DataNotFoundError(f"no real transition in {', '.join(map(str, sources))}"
-                                + (" outside the families left out" if left_out else ""))
+                                + (" outside the families left out" if dropped else ""))
     index.save(out)
     return index
 
 
-__all__ = ["IndexEntry", "TransitionIndex", "action_text", "build_index", "episode_of", "index_entries", "qualified"]
+__all__ = ["FIELDS", "IndexEntry", "TransitionIndex", "action_text", "build_index", "episode_of", "index_entries",
+           "qualified", "trajectory_files"]

@@ -15,6 +15,7 @@ from lwm.candidates import candidate_scoring, candidates, choose
 from lwm.cli import app
 from lwm.data.build import format_target
 from lwm.envs.base import Task
+from lwm.envs.episode import BROKEN
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.baselines import RowBaseline
 from lwm.models import load_model
@@ -139,14 +140,14 @@ def test_the_index_holds_real_turns_and_never_returns_the_rows_own_episode(tmp_p
     assert index.nearest("terminal", action, exclude_episode="terminal/notes", exclude_families=["files"]) == []
     assert index.nearest("web", action) == []
     left = build_index([path], tmp_path / "train.jsonl", leave_out_families=["vcs"])
-    assert {t.family for ts in left.by_domain.values() for t in ts} == {"files"}
+    assert {t.family for ts in left.by_domain.values() for t in ts} == {"terminal/files"}
     row = rows_from_trajectory(own)[-1]
     near = index.nearest("terminal", action, exclude_episode=episode_of(row.id))
-    assert "neighbour-1" not in candidates(row, "change", "x\n" + PROMPT, near)   # it typed other keys
-    assert candidates(row, "full", "x", near)["neighbour-1"] == (other.turns[0].observation,) * 2
+    for mode in ("change", "full"):   # a screen holds its episode: only the same keys give this one's
+        assert "neighbour-1" not in candidates(row, mode, "x\n" + PROMPT, near)
     same = IndexEntry("terminal", "terminal/todo", "files", PROMPT, action, f"{PROMPT} cat notes.txt\nbuy milk\n{PROMPT}")
-    options = candidates(row, "change", "x\n" + PROMPT, [same])
-    assert options["neighbour-1"][1] == same.observation   # its output, on this screen
+    for mode in ("change", "full"):
+        assert candidates(row, mode, "x\n" + PROMPT, [same])["neighbour-1"][1] == same.observation   # on this screen
 
 
 def test_a_bad_index_is_refused_with_file_and_line(tmp_path):
@@ -169,7 +170,7 @@ def test_a_bad_index_is_refused_with_file_and_line(tmp_path):
 
 def test_lwm_eval_with_an_index_scores_the_neighbours(tmp_path):
     episodes = [_traj("notes", 0, "files", [("cat notes.txt", f"{PROMPT} cat notes.txt\nhello\n{PROMPT}")]),
-                _traj("todo", 0, "files", [("cat note.txt", f"{PROMPT} cat note.txt\nbuy milk\n{PROMPT}")])]
+                _traj("todo", 0, "files", [("cat notes.txt", f"{PROMPT} cat notes.txt\nbuy milk\n{PROMPT}")])]
     data = tmp_path / "data"
     write_trajectories(data / "trajectories.jsonl", episodes)
     write_rows(data / "terminal_test.jsonl", [r for t in episodes for r in rows_from_trajectory(t)])
@@ -183,6 +184,9 @@ def test_lwm_eval_with_an_index_scores_the_neighbours(tmp_path):
     records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert all("neighbour-1" in rec["candidate_scores"] for rec in records)   # the other episode's turn
     assert json.loads((out / "run.json").read_text())["retrieval"]["neighbours"] == 1
+    summary = json.loads((out / "summary.json").read_text())["candidates"]
+    assert summary["rows_with_a_neighbour"] == 2 and summary["errors"] == 0
+    assert sum(summary["chosen"]["terminal"].values()) == 2 and "candidates chosen" in result.output
     refused = CliRunner().invoke(app, ["eval", "--model", "embedded", "--data", str(data), "--out",
                                        str(tmp_path / "r2"), "--index", str(tmp_path / "index.jsonl"),
                                        "--no-score-candidates"])
@@ -198,3 +202,25 @@ def test_the_simulator_scores_candidates_when_asked():
     assert step.observation == env.trajectory.turns[-1].observation
     with pytest.raises(ValueError, match="cannot score whole answers"):
         SimEnv("terminal", FunctionChatModel(lambda m: "x"), score_candidates=True)
+
+
+def test_the_index_refuses_what_would_lose_data_or_leave_nothing_out(tmp_path):
+    broken = _traj("notes", 0, "files", [("cat notes.txt", f"{PROMPT} cat notes.txt\nhello\n{PROMPT}"),
+                                         ("tmux kill-server", "[sandbox broken] SandboxError: tmux server died")])
+    broken.turns[-1].provenance = Provenance(kind="real", source=f"terminal{BROKEN}")
+    path = tmp_path / "data" / "trajectories.jsonl"
+    write_trajectories(path, [broken])
+    (tmp_path / "data" / "rl").mkdir()
+    (tmp_path / "data" / "rl" / "episodes.jsonl").write_text('{"step": 1, "call": 0, "domain": "terminal"}\n')
+    index = build_index([tmp_path / "data"], tmp_path / "index.jsonl")   # the training log is skipped
+    assert [t.action for t in index.by_domain["terminal"]] == [broken.turns[0].action]   # not the broken turn
+    before = path.read_bytes()
+    for out in (path, tmp_path / "elsewhere" / "trajectories.jsonl"):
+        with pytest.raises(ValueError, match="would replace a trajectory file"):
+            build_index([tmp_path / "data"], out)
+    assert path.read_bytes() == before
+    with pytest.raises(ValueError, match="no transition of the families 'nosuch' to leave out.*terminal/files"):
+        build_index([path], tmp_path / "i.jsonl", leave_out_families=["nosuch"])
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(DataNotFoundError, match="holds no transition"):
+        TransitionIndex.load(tmp_path / "empty.jsonl")

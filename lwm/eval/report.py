@@ -95,6 +95,14 @@ def summarize(records: list[dict], run_info: dict) -> dict:
              for m in headline}
     micro = _group(records)
     issues = Counter(i for r in records for i in r.get("parse_issues") or [])
+    scored = [r for r in records if "candidate" in r or "candidate_error" in r]
+    candidates = {
+        "chosen": {d: dict(Counter(r["candidate"] for r in rs if "candidate" in r)) for d, rs in by_domain.items()
+                   if any("candidate" in r for r in rs)},
+        "rows_with_a_neighbour": sum(any(k.startswith("neighbour-") for k in r.get("candidate_scores", {}))
+                                     for r in scored),
+        "errors": sum("candidate_error" in r for r in scored),
+    } if scored else None
     return {
         "run": run_info,
         "rows": len(records),
@@ -106,6 +114,7 @@ def summarize(records: list[dict], run_info: dict) -> dict:
         "micro": {m: micro.get(m) for m in headline},
         "domains": domains,
         "depth": {name: _group(by_depth[name]) for _, _, name in DEPTHS if name in by_depth},
+        "candidates": candidates,
     }
 
 
@@ -163,6 +172,22 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
                   f"parse issues {summary['parse_issues'] or 'none'}")
     if summary.get("judge_errors"):
         console.print(f"judge failures {summary['judge_errors']}")
+    if line := candidates_line(summary):
+        console.print(line)
+
+
+def candidates_line(summary: dict) -> str | None:
+    """What candidate scoring chose (``None`` for a run without it)."""
+    c = summary.get("candidates")
+    if not c:
+        return None
+    chosen = Counter()
+    for picks in c["chosen"].values():
+        chosen.update(picks)
+    retrieval = (summary["run"].get("retrieval") or {}) if isinstance(summary.get("run"), dict) else {}
+    neighbours = f", rows with a retrieved neighbour {c['rows_with_a_neighbour']}" if retrieval else ""
+    return (f"candidates chosen {dict(chosen.most_common())}{neighbours}, scoring errors {c['errors']} "
+            "(the model's own answer kept)")
 
 
 def to_markdown(summary: dict) -> str:
@@ -186,6 +211,7 @@ def to_markdown(summary: dict) -> str:
         f"Macro: `{dumps(summary['macro'])}`  \nMicro: `{dumps(summary['micro'])}`",
         f"Rows: {summary['rows']}; failed: {summary['failed']} {dumps(summary['errors'])}; "
         f"parse issues: `{dumps(summary['parse_issues'])}`{judge_errors}",
+        *([line] if (line := candidates_line(summary)) else []),
     ]) + "\n"
 
 

@@ -196,6 +196,9 @@ async def predict_rows(
     mode, compact = request_format(model, config.prediction, config.compact_tools)
     scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
     index = TransitionIndex.load(config.index) if config.index is not None else None
+    if index is not None and (bare := sorted({r.domain for r in rows} - set(index.by_domain))):
+        print(f"warning: the index {config.index} holds no transition of {', '.join(bare)}: those rows get no "
+              "retrieved candidate", file=sys.stderr)
 
     # Scored right after its generation, a row's prompt is still in llama.cpp's KV cache (a
     # transformers model loses its batching to this lock; it has no cache to keep).
@@ -379,7 +382,10 @@ async def evaluate(
         load_baseline(config)  # fail before predicting, not after
     prediction, compact = request_format(model, config.prediction, config.compact_tools)
     scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
-    retrieval = {"index": str(config.index), "neighbours": config.neighbours} if config.index is not None else None
+    retrieval = None
+    if config.index is not None:  # the file's content is the setting: a rebuilt index is another run
+        retrieval = {"index_sha256": hashlib.sha256(Path(config.index).read_bytes()).hexdigest(),
+                     "neighbours": config.neighbours}
     # defaults: what runs recorded before these settings existed used
     check_run_settings(out / "run.json", {
         "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
@@ -445,9 +451,14 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
                          "model takes none")
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
-    candidate_scoring(predictor, config.score_candidates, config.index is not None)  # refused before collection
+    scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
     if config.index is not None:
         TransitionIndex.load(config.index)
+    asked = "" if hasattr(predictor, "predict_row") else \
+        f" (prediction {request_format(predictor, config.prediction, config.compact_tools)[0]}" + (
+            f", candidates scored{f', {config.neighbours} neighbours from {config.index}' if config.index else ''}"
+            if scoring else "") + ")"
+    print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
     judge_model = judge.load() if judge is not None else None
     if config.data is None:
         for domain in config.domains or ("terminal",):

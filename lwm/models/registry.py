@@ -82,8 +82,9 @@ def resolve(name: str, base_url: str | None = None) -> ModelRef:
     ('smollm2-135m-warmup.gguf', 'reference', '/m')
 
     Raises:
-        ValueError: an empty name, an unknown reference predictor (the message lists the
-            known ones), or a reference predictor with ``base_url``.
+        ValueError: an empty name or ``hf:`` without a directory, an unknown reference
+            predictor (the message lists the known ones), or a reference predictor with
+            ``base_url``.
     """
     if not name or not name.strip():
         raise ValueError("a model name is empty")
@@ -99,6 +100,8 @@ def resolve(name: str, base_url: str | None = None) -> ModelRef:
     if name in NAMED:
         return NAMED[name]
     if name.startswith("hf:"):
+        if not name[3:].strip():
+            raise ValueError("hf: needs a transformers model directory after it (hf:/path/to/model)")
         return ModelRef(name, "hf", path=name[3:], description="a transformers model directory")
     return ModelRef(name, "gguf", path=name, description="a GGUF file on llama.cpp")
 
