@@ -98,7 +98,7 @@ def action_text(action: str) -> str:
     'ls -la'
     """
     try:
-        value = json.loads(action)
+        value = json.loads(action, strict=False)  # a newline typed raw inside a JSON string, too
     except ValueError:
         return action.strip()
     out: list[str] = []
