@@ -142,9 +142,7 @@ async def choose(model: object, messages: list[Message], row: BenchRow, mode: Pr
     Raises:
         ValueError: the model cannot score whole answers (:func:`can_score`).
     """
-    if not can_score(model):
-        raise ValueError(f"{getattr(model, 'name', model)!r} cannot score whole answers: candidate scoring needs the "
-                        "embedded or a transformers model")
+    candidate_scoring(model, True)  # raises for a model that cannot score
     options = candidates(row, mode, written, neighbours)
     scores = {}
     for source, (text, _) in options.items():

@@ -31,7 +31,8 @@ from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jsonl import iter_jsonl, write_jsonl
 from lwm.schema import Trajectory, read_trajectories
 
-_RUN_SUFFIX = re.compile(r"/run(\d+)$")
+#: The ``/runN`` ending of the id of an episode's N-th run (``lwm collect``).
+RUN_SUFFIX = re.compile(r"/run(\d+)$")
 #: The fields of an index line.
 FIELDS = frozenset(("domain", "episode", "family", "previous", "action", "observation"))
 
@@ -66,7 +67,7 @@ def episode_of(trajectory_id: object) -> str:
     >>> episode_of("terminal/files-backup/run1"), episode_of("terminal/notes/real")
     ('terminal/files-backup', 'terminal/notes/real')
     """
-    return _RUN_SUFFIX.sub("", str(trajectory_id))
+    return RUN_SUFFIX.sub("", str(trajectory_id))
 
 
 def qualified(domain: str, family: str) -> str:
@@ -171,16 +172,6 @@ class TransitionIndex:
         return sum(map(len, self.by_domain.values()))
 
     @classmethod
-    def from_trajectories(cls, paths: Sequence[str | Path]) -> TransitionIndex:
-        """The real turns of the trajectories in ``paths`` (:func:`trajectory_files`).
-
-        Raises:
-            DataNotFoundError: a path does not exist or holds no trajectory file.
-            RowFormatError: a malformed line (file and line number named).
-        """
-        return cls(t for f in trajectory_files(paths) for traj in read_trajectories(f) for t in index_entries(traj))
-
-    @classmethod
     def load(cls, path: str | Path) -> TransitionIndex:
         """An index written by :meth:`save`.
 
@@ -242,7 +233,7 @@ def build_index(sources: Sequence[str | Path], out: str | Path, leave_out_famili
 
     Args:
         sources: trajectory files, or directories searched for them
-            (:meth:`TransitionIndex.from_trajectories`).
+            (:func:`trajectory_files`).
         out: the index file (JSON Lines).
         leave_out_families: task families to leave out, with or without their domain
             (the held-out families, when the index serves a measurement on held-out rows).
@@ -274,5 +265,5 @@ def build_index(sources: Sequence[str | Path], out: str | Path, leave_out_famili
     return index
 
 
-__all__ = ["FIELDS", "IndexEntry", "TransitionIndex", "action_text", "build_index", "episode_of", "index_entries",
-           "qualified", "trajectory_files"]
+__all__ = ["FIELDS", "RUN_SUFFIX", "IndexEntry", "TransitionIndex", "action_text", "build_index", "episode_of",
+           "index_entries", "qualified", "trajectory_files"]

@@ -62,7 +62,7 @@ from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_
 from lwm.prediction import Prediction, check_prediction, observed_change, request, row_prediction
 from lwm.progress import progress_bar
 from lwm.prompts import UNSEEN_PHRASING, rephrase
-from lwm.retrieval import episode_of
+from lwm.retrieval import RUN_SUFFIX, episode_of, qualified
 from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
 
 SPLITS = ("train", "validation")
@@ -70,7 +70,6 @@ HELDOUT_DIR = "heldout"
 UNSEEN_DIR = "heldout-unseen-phrasing"
 _FILE_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 MANIFEST_KIND = "lwm-dataset"
-_RUN_SUFFIX = re.compile(r"/run(\d+)$")
 
 
 # --------------------------------------------------------------------------- tokenizer
@@ -256,12 +255,8 @@ class Candidate:
 def _run_of(traj_id: str, metadata_run: Any = None) -> int:
     if isinstance(metadata_run, int):
         return metadata_run
-    m = _RUN_SUFFIX.search(traj_id)
+    m = RUN_SUFFIX.search(traj_id)
     return int(m.group(1)) if m else 0
-
-
-def _qualify(domain: str, name: str) -> str:
-    return name if name.startswith(domain + "/") else f"{domain}/{name}"
 
 
 def _file_kind(path: Path) -> str | None:
@@ -321,8 +316,8 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
             where = f"{path}:{line}"
             if kind == "trajectories":
                 traj = parse_trajectory(obj, path, line)
-                episode = _qualify(traj.domain, str(traj.metadata.get("episode") or episode_of(traj.id)))
-                family = _qualify(traj.domain, str(traj.metadata.get("family") or episode))
+                episode = qualified(traj.domain, str(traj.metadata.get("episode") or episode_of(traj.id)))
+                family = qualified(traj.domain, str(traj.metadata.get("family") or episode))
                 run = _run_of(traj.id, traj.metadata.get("run"))
                 spec = domains.find(traj.domain)
                 rows = rows_from_trajectory(traj, action_lang=spec.action_lang if spec else "json")
@@ -336,8 +331,8 @@ def read_candidates(files: Sequence[Path], counts: Counter) -> list[Candidate]:
                 row = parse_row(obj, path, line)
                 tid = str(row.id)
                 extra = row.model_extra or {}
-                episode = _qualify(row.domain, episode_of(tid))
-                family = _qualify(row.domain, str(extra.get("family") or episode))
+                episode = qualified(row.domain, episode_of(tid))
+                family = qualified(row.domain, str(extra.get("family") or episode))
                 out.append(Candidate(row, tid, row.turn_idx, row.domain, episode, family,
                                      str(extra.get("provenance_kind") or "unknown"),
                                      str(extra.get("provenance_source") or path.name), where, _run_of(tid),

@@ -184,8 +184,8 @@ def candidates_line(summary: dict) -> str | None:
     chosen = Counter()
     for picks in c["chosen"].values():
         chosen.update(picks)
-    retrieval = (summary["run"].get("retrieval") or {}) if isinstance(summary.get("run"), dict) else {}
-    neighbours = f", rows with a retrieved neighbour {c['rows_with_a_neighbour']}" if retrieval else ""
+    neighbours = f", rows with a retrieved neighbour {c['rows_with_a_neighbour']}" \
+        if summary["run"].get("retrieval") else ""
     return (f"candidates chosen {dict(chosen.most_common())}{neighbours}, scoring errors {c['errors']} "
             "(the model's own answer kept)")
 

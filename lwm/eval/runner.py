@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lwm import domains
-from lwm.candidates import Choice, candidate_scoring, choose
+from lwm.candidates import candidate_scoring, choose
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
@@ -204,19 +204,6 @@ async def predict_rows(
     # transformers model loses its batching to this lock; it has no cache to keep).
     one_row_at_a_time = asyncio.Lock() if scoring else contextlib.nullcontext()
 
-    async def answer(row: BenchRow, messages: list, gen: Any) -> tuple[Any, Choice | str | None]:
-        """The parsed answer and, when scoring candidates, the choice (or why it failed)."""
-        stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
-        parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        if not scoring:
-            return parsed, None
-        near = index.nearest(row.domain, action_of(row) or "", config.neighbours,
-                             exclude_episode=episode_of(row.id)) if index is not None else ()
-        try:
-            return parsed, await choose(model, messages, row, mode, parsed.observation, near)
-        except Exception as e:  # recorded; the answer the model wrote is kept
-            return parsed, f"{type(e).__name__}: {e}"[:2000]
-
     async def one(item: tuple[str, BenchRow]) -> dict:
         key, row = item
         rec: dict[str, Any] = {"key": key, "domain": row.domain, "id": row.id, "turn_idx": row.turn_idx,
@@ -235,10 +222,17 @@ async def predict_rows(
                 gen = await model.generate(messages, config.sampling)
             except Exception as e:  # counted as a failed row, never fatal
                 return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
-            parsed, chosen = await answer(row, messages, gen)
-        if isinstance(chosen, str):  # the model's own answer stands
-            rec["candidate_error"], chosen = chosen, None
-        truncated = gen.finish_reason == "length"
+            truncated = gen.finish_reason == "length"
+            stopped = config.sampling.stop if gen.finish_reason == "stop" else ()
+            parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=truncated)
+            chosen = None
+            if scoring:
+                near = index.nearest(row.domain, action_of(row) or "", config.neighbours,
+                                     exclude_episode=episode_of(row.id)) if index is not None else ()
+                try:
+                    chosen = await choose(model, messages, row, mode, parsed.observation, near)
+                except Exception as e:  # recorded; the answer the model wrote is kept
+                    rec["candidate_error"] = f"{type(e).__name__}: {e}"[:2000]
         sent = sum(model.count_tokens(m["content"]) for m in messages)
         cut = context_cut(sent, gen.prompt_tokens)
         if cut and not warned:

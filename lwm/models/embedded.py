@@ -290,12 +290,7 @@ class LlamaCppChatModel:
                              f"context window ({llm.n_ctx()} tokens)")
         if not answer:
             return 0.0
-        shared = 0
-        for a, b in zip(llm._input_ids, prompt):
-            if a != b:
-                break
-            shared += 1
-        llm.n_tokens = min(shared, len(prompt) - 1)
+        llm.n_tokens = min(llm.longest_token_prefix(llm._input_ids, prompt), len(prompt) - 1)
         if llm.n_tokens < len(prompt) - 1:
             llm.eval(prompt[llm.n_tokens:-1])
         sequence, n_vocab, total = prompt[-1:] + answer[:-1], llm.n_vocab(), 0.0
