@@ -18,6 +18,7 @@ from lwm.envs.base import Task
 from lwm.envs.episode import BROKEN
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.baselines import RowBaseline
+from lwm.eval.runner import EvalConfig
 from lwm.models import load_model
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.prediction import full_observation, request
@@ -191,6 +192,11 @@ def test_lwm_eval_with_an_index_scores_the_neighbours(tmp_path):
                                        str(tmp_path / "r2"), "--index", str(tmp_path / "index.jsonl"),
                                        "--no-score-candidates"])
     assert refused.exit_code == 2 and "need candidate scoring" in refused.output
+    alone = CliRunner().invoke(app, ["eval", "--model", "embedded", "--data", str(data), "--out",
+                                     str(tmp_path / "r3"), "--neighbours", "3"])   # no index to take them from
+    assert alone.exit_code == 2 and "give index (--index)" in alone.output and not (tmp_path / "r3").exists()
+    with pytest.raises(ValueError, match="neighbours must be in \\[1, 8\\], got 9"):
+        EvalConfig(out=tmp_path / "r4", index=tmp_path / "index.jsonl", neighbours=9)
 
 
 def test_the_simulator_scores_candidates_when_asked():

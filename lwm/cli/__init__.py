@@ -18,7 +18,7 @@ from lwm.data.collect import CollectConfig
 from lwm.data.transitions import import_transitions
 from lwm.eval.agent import AgentEvalConfig
 from lwm.eval.rewards import RewardEvalConfig
-from lwm.eval.runner import EvalConfig
+from lwm.eval.runner import MAX_NEIGHBOURS, EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
 from lwm.paths import run_dir
@@ -212,7 +212,7 @@ def eval_(
     score_candidates: bool | None = option(EvalConfig, "score_candidates",
                                            "--score-candidates/--no-score-candidates"),
     index: Path | None = option(EvalConfig, "index", "--index", metavar="FILE"),
-    neighbours: int = option(EvalConfig, "neighbours", "--neighbours", min=1, max=8),
+    neighbours: int | None = option(EvalConfig, "neighbours", "--neighbours", min=1, max=MAX_NEIGHBOURS),
     progress: bool = PROGRESS,
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
@@ -226,11 +226,11 @@ def eval_(
     out = out or run_dir()
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
-    config = EvalConfig(out=out, data=data, domains=tuple(domain) if domain else None, limit=limit, episodes=episodes,
-                        sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
-                        baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
-                        prediction=predict, compact_tools=compact_tools, score_candidates=score_candidates,
-                        index=index, neighbours=neighbours)
+    config = call(EvalConfig, out=out, data=data, domains=tuple(domain) if domain else None, limit=limit,
+                  episodes=episodes, sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
+                  baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
+                  prediction=predict, compact_tools=compact_tools, score_candidates=score_candidates,
+                  index=index, neighbours=neighbours)
     world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,
                       concurrency, timeout, context_window, str(adapter) if adapter else None)
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,
@@ -614,21 +614,24 @@ def models() -> None:
 def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model_path: Path | None = typer.Option(None, help="A GGUF file (default: the embedded SmolLM2)."),
+    model: str = typer.Option("embedded", "--model", "--model-path",
+                              help="A named model (embedded, embedded-warmup, embedded-verdict: see lwm models) "
+                                   "or a GGUF file."),
     name: str | None = typer.Option(None, help="Model name clients use (default: the file's model name, "
                                        "+<adapter file stem> with --adapter)."),
     n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
     prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
-    adapter: str | None = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export), or 'warmup' "
-                                          "for the shipped warm-up world model (default: the base model)."),
+    adapter: str | None = typer.Option(None, help="A LoRA adapter in GGUF form (lwm train export) for a model "
+                                          "without one; 'warmup' is --model embedded-warmup."),
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
-    from lwm.models.embedded import adapter_request, warmup_adapter_path
-    from lwm.models.server import serve
+    from lwm.models.embedded import adapter_request
+    from lwm.models.server import serve, served_files
 
-    if adapter:
-        prediction, compact = adapter_request(warmup_adapter_path() if adapter == "warmup" else adapter)
+    _, lora = call(served_files, model, adapter)
+    if lora is not None:
+        prediction, compact = adapter_request(lora)
         if prediction != "full" or compact:  # an HTTP client cannot read the adapter's record
             flags = " ".join(f for f, on in (("--predict change", prediction == "change"),
                                              ("--compact-tools", compact)) if on)
@@ -636,7 +639,7 @@ def serve_model(
                  f"server, so pass {flags} to lwm eval, lwm rollout and lwm agent eval "
                  "(SimEnv(prediction=…, compact_tools=…) in Python)")
 
-    call(serve, host=host, port=port, model_path=model_path, name=name, n_ctx=n_ctx, threads=threads,
+    call(serve, host=host, port=port, model=model, name=name, n_ctx=n_ctx, threads=threads,
          prompt_cache_bytes=prompt_cache_mb << 20, adapter=adapter)
 
 

@@ -10,6 +10,7 @@ from lwm.cli.common import call, fail, note, option
 from lwm.data.annotate import AnnotateConfig
 from lwm.data.build import BuildConfig
 from lwm.data.verdicts import KINDS, MAX_TRACE_WEIGHT, VerdictDataConfig
+from lwm.data.verdicts import ORDERS as VERDICT_ORDERS
 from lwm.retrieval import build_index
 
 data_app = typer.Typer(
@@ -115,6 +116,7 @@ def verdicts_cmd(
     trace_weight: int = option(VerdictDataConfig, "trace_weight", min=1, max=MAX_TRACE_WEIGHT),
     from_runs: list[Path] = option(VerdictDataConfig, "from_runs", "--from", metavar="<path>",
                                    help_suffix="Repeat for several."),
+    order: str = option(VerdictDataConfig, "order", metavar="|".join(VERDICT_ORDERS)),
     workers: int = option(VerdictDataConfig, "workers", min=1),
     progress: bool = typer.Option(True, help="Show a progress bar."),
 ) -> None:
@@ -124,7 +126,8 @@ def verdicts_cmd(
 
     config = call(VerdictDataConfig, out=out, domains=tuple(domain), tasks=tasks, heldout_tasks=heldout_tasks,
                   seed=seed, kinds=tuple(kind) or KINDS, negatives_per_positive=negatives_per_positive,
-                  easy_share=easy_share, from_runs=tuple(from_runs), trace_weight=trace_weight, workers=workers)
+                  easy_share=easy_share, from_runs=tuple(from_runs), trace_weight=trace_weight, order=order,
+                  workers=workers)
     res = call(build_verdict_data, config, show_progress=progress, resume=out)
     s = res.summary
     ex = s["examples"]

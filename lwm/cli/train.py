@@ -45,6 +45,7 @@ def sft(
     logging_steps: int = option(TrainConfig, "logging_steps", min=1),
     warmup: float = option(TrainConfig, "warmup", min=0.0),
     seed: int = option(TrainConfig, "seed"),
+    order: str = option(TrainConfig, "order", metavar="random|file"),
     resume: bool = option(TrainConfig, "resume"),
     eval_on_start: bool = option(TrainConfig, "eval_on_start"),
     bf16: bool | None = option(TrainConfig, "bf16", "--bf16/--no-bf16"),
@@ -62,8 +63,9 @@ def sft(
             lora_dropout=lora_dropout, target_modules=tuple(t.strip() for t in target_modules.split(",") if t.strip()),
             epochs=epochs, max_steps=max_steps, lr=lr, batch_size=batch_size, grad_accum=grad_accum,
             max_length=max_length, eval_steps=eval_steps, save_steps=save_steps, save_total_limit=save_total_limit,
-            logging_steps=logging_steps, warmup=warmup, seed=seed, resume=resume, eval_on_start=eval_on_start,
-            bf16=bf16, gradient_checkpointing=gradient_checkpointing, init_adapter=init_adapter)
+            logging_steps=logging_steps, warmup=warmup, seed=seed, order=order, resume=resume,
+            eval_on_start=eval_on_start, bf16=bf16, gradient_checkpointing=gradient_checkpointing,
+            init_adapter=init_adapter)
         return train_sft(config, show_progress=progress)
 
     res = call(run, hint=f"continue from the last checkpoint with the same command and --resume (--out {out})")

@@ -77,6 +77,10 @@ KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sib
 EASY_KINDS = frozenset({"empty"})
 #: ``trace_weight`` at most: beyond it the traces' repeats would only fill the disk.
 MAX_TRACE_WEIGHT = 100
+#: Orders of the training split: ``shuffled`` (episodes in a seeded order) or ``by-task``
+#: (a task's episodes next to each other, tasks in a seeded order; train with ``lwm train sft
+#: --order file`` so that an optimizer step sees a success beside the failures of its task).
+ORDERS = ("shuffled", "by-task")
 #: A train-family task goes to validation when its name hashes to 0 modulo this.
 VALIDATION_EVERY = 10
 
@@ -104,6 +108,10 @@ class VerdictDataConfig:
             labelled by replaying them for real, are few beside the attempts played here,
             and the reward model is used on such episodes: repeating them weighs them more.
             Needs ``from_runs``.
+        order: order of ``train.jsonl`` (:data:`ORDERS`): ``shuffled``, or ``by-task``, a
+            task's success and failures side by side (the same values, one changed, another
+            task's, a step left out), so that one optimizer step compares them when the
+            trainer keeps the file's order (``lwm train sft --order file``).
         workers: tasks played at once (each in its own sandbox).
     """
 
@@ -117,6 +125,7 @@ class VerdictDataConfig:
     easy_share: float = 0.1
     from_runs: tuple[Path, ...] = ()
     trace_weight: int = 1
+    order: str = "shuffled"
     workers: int = 2
 
     def __post_init__(self) -> None:
@@ -139,13 +148,16 @@ class VerdictDataConfig:
                 not 1 <= self.trace_weight <= MAX_TRACE_WEIGHT:
             raise ValueError(f"trace_weight must be a whole number in [1, {MAX_TRACE_WEIGHT}], "
                              f"got {self.trace_weight!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r} (one of {', '.join(ORDERS)})")
         if self.trace_weight > 1 and not self.from_runs:
             raise ValueError("trace_weight (--trace-weight) weighs the episodes given with --from: give some")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""
         d = asdict(self)
-        for k in ("out", "workers", "negatives_per_positive", "easy_share", "from_runs", "trace_weight"):
+        for k in ("out", "workers", "negatives_per_positive", "easy_share", "from_runs", "trace_weight",
+                  "order"):
             d.pop(k)
         d["domains"], d["kinds"] = list(self.domains), list(self.kinds)
         return d
@@ -422,6 +434,29 @@ def _weighted(rows: list[Trajectory], trace_weight: int, seed: int) -> list[Traj
     return out
 
 
+def task_key(traj: Trajectory) -> tuple[str, str]:
+    """``(domain, task name)`` of a labelled episode: what its attempts share."""
+    spec = traj.metadata.get("task_spec")
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return traj.domain, str(name or traj.metadata.get("episode") or traj.id)
+
+
+def by_task(rows: list[Trajectory], seed: int) -> list[Trajectory]:
+    """``rows`` with each task's episodes side by side, tasks (and the episodes within one)
+    in a seeded order; a repeated episode (``trace_weight``) stays once per repeat."""
+    rng = random.Random(seed)
+    groups: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
+    for t in rows:
+        groups[task_key(t)].append(t)
+    keys = sorted(groups)
+    rng.shuffle(keys)
+    out: list[Trajectory] = []
+    for k in keys:
+        rng.shuffle(groups[k])
+        out += groups[k]
+    return out
+
+
 def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True) -> VerdictDataResult:
     """Play and label the attempts, then write the episodes and the verdict examples
     (resumable: finished tasks are not played again).
@@ -453,8 +488,9 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     splits: dict[str, list[Trajectory]] = defaultdict(list)
     for t in episodes:
         splits[_split_of(t)].append(t)
-    written = {"train": _weighted(balance(splits["train"], config.negatives_per_positive, config.seed,
-                                          config.easy_share), config.trace_weight, config.seed),
+    train = _weighted(balance(splits["train"], config.negatives_per_positive, config.seed, config.easy_share),
+                      config.trace_weight, config.seed)
+    written = {"train": by_task(train, config.seed) if config.order == "by-task" else train,
                "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1,
                                      config.easy_share),
                "heldout": splits["heldout"]}
@@ -471,7 +507,7 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
 
     summary = {"settings": config.settings(), "from_runs": [str(p) for p in config.from_runs],
                "negatives_per_positive": config.negatives_per_positive, "easy_share": config.easy_share,
-               "trace_weight": config.trace_weight,
+               "trace_weight": config.trace_weight, "order": config.order,
                "episodes": len(episodes), "traces": len(traces), "traces_skipped": dict(skipped),
                "examples": {k: len(v) for k, v in written.items()},
                "played": counts(episodes), "written": {k: counts(v) for k, v in written.items()},

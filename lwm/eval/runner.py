@@ -41,6 +41,10 @@ from lwm.schema import BenchRow, read_rows
 JudgeMode = Literal["score", "real", "closer"]
 
 
+#: Retrieved transitions per row (``EvalConfig.neighbours``): by default, and at most.
+DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS = 2, 8
+
+
 @dataclass
 class EvalConfig:
     """Settings of ``lwm eval`` (the CLI's flags mirror these fields).
@@ -72,7 +76,11 @@ class EvalConfig:
         index: a transition index (``lwm data index``, :mod:`lwm.retrieval`): the observations
             of the real transitions whose actions are most like the row's join the
             candidates (never one of the row's own episode).
-        neighbours: transitions taken from ``index`` per row.
+        neighbours: transitions taken from ``index`` per row (1 to :data:`MAX_NEIGHBOURS`;
+            not given: :data:`DEFAULT_NEIGHBOURS`); needs ``index``.
+
+    Raises:
+        ValueError: ``neighbours`` without ``index``, or out of range.
     """
 
     out: Path
@@ -90,7 +98,19 @@ class EvalConfig:
     compact_tools: bool | None = None
     score_candidates: bool | None = None
     index: Path | None = None
-    neighbours: int = 2
+    neighbours: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.neighbours is not None:
+            if self.index is None:
+                raise ValueError("neighbours (--neighbours) are taken from a transition index: give index (--index)")
+            if not 1 <= self.neighbours <= MAX_NEIGHBOURS:
+                raise ValueError(f"neighbours must be in [1, {MAX_NEIGHBOURS}], got {self.neighbours}")
+
+    @property
+    def neighbours_per_row(self) -> int:
+        """Neighbours taken per row when ``index`` is given."""
+        return self.neighbours or DEFAULT_NEIGHBOURS
 
 
 def row_key(index: int, row: BenchRow) -> str:
@@ -185,9 +205,13 @@ def load_baseline(config: EvalConfig) -> dict[str, dict]:
 
 
 async def predict_rows(
-    rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, show_progress: bool = True
+    rows: list[BenchRow], model: ChatModel, config: EvalConfig, *, index: TransitionIndex | None = None,
+    show_progress: bool = True
 ) -> tuple[dict[str, dict], int]:
     """Predict every row not yet done in ``predictions.partial.jsonl``.
+
+    Args:
+        index: ``config.index``, loaded (:meth:`TransitionIndex.load`; loaded here when not given).
 
     Returns:
         ``(records by row key, rows predicted by this call)``.
@@ -195,7 +219,8 @@ async def predict_rows(
     sampling = config.sampling.to_dict()
     mode, compact = request_format(model, config.prediction, config.compact_tools)
     scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
-    index = TransitionIndex.load(config.index) if config.index is not None else None
+    if index is None and config.index is not None:
+        index = TransitionIndex.load(config.index)
     if index is not None and (bare := sorted({r.domain for r in rows} - set(index.by_domain))):
         print(f"warning: the index {config.index} holds no transition of {', '.join(bare)}: those rows get no "
               "retrieved candidate", file=sys.stderr)
@@ -227,7 +252,7 @@ async def predict_rows(
             parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=truncated)
             chosen = None
             if scoring:
-                near = index.nearest(row.domain, action_of(row) or "", config.neighbours,
+                near = index.nearest(row.domain, action_of(row) or "", config.neighbours_per_row,
                                      exclude_episode=episode_of(row.id)) if index is not None else ()
                 try:
                     chosen = await choose(model, messages, row, mode, parsed.observation, near)
@@ -340,6 +365,7 @@ async def evaluate(
     judge: ChatModel | None = None,
     *,
     rows: list[BenchRow] | None = None,
+    index: TransitionIndex | None = None,
     show_progress: bool = True,
 ) -> dict:
     """Run (or resume) an evaluation and write its outputs.
@@ -349,6 +375,7 @@ async def evaluate(
         model: the world model.
         judge: the judge model, or ``None`` for deterministic metrics only.
         rows: rows to evaluate (default: read from ``config.data``).
+        index: ``config.index``, loaded (default: loaded here).
 
     Returns:
         the summary (also written to ``summary.json``).
@@ -379,7 +406,7 @@ async def evaluate(
     retrieval = None
     if config.index is not None:  # the file's content is the setting: a rebuilt index is another run
         retrieval = {"index_sha256": hashlib.sha256(Path(config.index).read_bytes()).hexdigest(),
-                     "neighbours": config.neighbours}
+                     "neighbours": config.neighbours_per_row}
     # defaults: what runs recorded before these settings existed used
     check_run_settings(out / "run.json", {
         "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
@@ -390,7 +417,7 @@ async def evaluate(
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
     }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None})
     t0 = time.monotonic()
-    records, n_predicted = await predict_rows(rows, model, config, show_progress=show_progress)
+    records, n_predicted = await predict_rows(rows, model, config, index=index, show_progress=show_progress)
     t_pred = time.monotonic() - t0
     verdicts = await judge_rows(rows, records, judge, config, show_progress=show_progress) if judge else {}
     final = score_rows(rows, records, verdicts)
@@ -446,12 +473,11 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
-    if config.index is not None:
-        TransitionIndex.load(config.index)
+    index = TransitionIndex.load(config.index) if config.index is not None else None
+    retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     asked = "" if hasattr(predictor, "predict_row") else \
         f" (prediction {request_format(predictor, config.prediction, config.compact_tools)[0]}" + (
-            f", candidates scored{f', {config.neighbours} neighbours from {config.index}' if config.index else ''}"
-            if scoring else "") + ")"
+            f", candidates scored{retrieved}" if scoring else "") + ")"
     print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
     judge_model = judge.load() if judge is not None else None
     if config.data is None:
@@ -464,4 +490,4 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
                 raise LwmError(f"no {domain} episode could be played: {next(iter(got.failed.values()))}")
         config.data = Path(config.out) / "data"
     rows = load_rows(config.data, config.domains, config.limit)
-    return asyncio.run(evaluate(config, predictor, judge_model, rows=rows, show_progress=show_progress))
+    return asyncio.run(evaluate(config, predictor, judge_model, rows=rows, index=index, show_progress=show_progress))

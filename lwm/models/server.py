@@ -22,8 +22,10 @@ from lwm.models.embedded import (
     check_adapter,
     embedded_gguf_path,
     merged_gguf,
+    shipped_adapter_path,
     warmup_adapter_path,
 )
+from lwm.models.registry import NAMED, resolve, shipped_adapter_file
 
 #: Request fields the runtime must not see: llama.cpp parses a grammar in C, and a
 #: malformed one ends the process (llama-cpp-python 0.3.36).
@@ -72,34 +74,58 @@ def check_request(path: str, body: dict) -> str | None:
     return None
 
 
-def create_app(model_path: str | Path | None = None, name: str | None = None, n_ctx: int = 8192,
+def served_files(model: str = "embedded", adapter: str | Path | None = None) -> tuple[Path, Path | None]:
+    """The GGUF model file and LoRA adapter file ``lwm serve-model`` serves for ``model``
+    (a named model of :mod:`lwm.models.registry` or a GGUF file) and ``adapter`` (a GGUF
+    adapter, or ``"warmup"``: the shipped warm-up adapter).
+
+    Raises:
+        ValueError: a model llama.cpp cannot serve (a transformers directory, a reference
+            predictor), or an adapter on a named model that carries its own.
+        ModelUnavailableError: the model or adapter file is missing or not one.
+    """
+    ref = resolve(model)
+    if ref.kind not in ("embedded", "gguf"):
+        raise ValueError(f"lwm serve-model serves a llama.cpp model: one of {', '.join(NAMED)} or a .gguf file, "
+                         f"not {model!r}")
+    if adapter and not ref.takes_adapter:
+        raise ValueError(f"{model!r} already has its adapter; serve --model embedded with --adapter")
+    path = Path(ref.path) if ref.path else embedded_gguf_path()
+    if not path.is_file():
+        raise ModelUnavailableError(f"no model file at {path}")
+    if ref.adapter:
+        return path, shipped_adapter_path(shipped_adapter_file(ref))
+    return path, warmup_adapter_path() if adapter == "warmup" else check_adapter(adapter) if adapter else None
+
+
+def create_app(model: str = "embedded", name: str | None = None, n_ctx: int = 8192,
                threads: int | None = None, prompt_cache_bytes: int = 1 << 30, adapter: str | Path | None = None):
     """The ASGI app serving one GGUF model under ``name``, behind :class:`lwm.asgi.RequestGuard`
     (bodies of at most 4 MiB, no ``grammar`` field, short errors).
 
     Args:
-        model_path: a GGUF file (default: the embedded SmolLM2).
+        model: a named model (``embedded``, ``embedded-warmup``, ``embedded-verdict``:
+            :data:`lwm.models.registry.NAMED`) or a GGUF file.
         name: the model name clients send (default: the model's name, ``+<adapter stem>``
             with an adapter).
         n_ctx: context window in tokens.
         threads: CPU threads.
         prompt_cache_bytes: memory for cached prompt states (0 disables the cache).
-        adapter: a LoRA adapter in GGUF form, or ``"warmup"`` for the shipped warm-up adapter;
-            it is merged into a cached copy of the model (:func:`~lwm.models.embedded.merged_gguf`).
+        adapter: a LoRA adapter in GGUF form, or ``"warmup"`` for the shipped warm-up adapter
+            (for a model without one); it is merged into a cached copy of the model
+            (:func:`~lwm.models.embedded.merged_gguf`).
 
     Raises:
         ModelUnavailableError: ``llama-cpp-python[server]``, the weights or the adapter are missing.
+        ValueError: as :func:`served_files`.
     """
     try:
         import llama_cpp.server.app as server_app
         from llama_cpp.server.settings import ModelSettings, ServerSettings
     except ImportError as e:
         raise ModelUnavailableError("llama-cpp-python[server] is not installed: run `make install`") from e
-    path = Path(model_path) if model_path else embedded_gguf_path()
-    if not path.is_file():
-        raise ModelUnavailableError(f"no model file at {path}")
-    alias = name or (EMBEDDED_NAME if model_path is None else path.stem)
-    lora = warmup_adapter_path() if adapter == "warmup" else check_adapter(adapter) if adapter else None
+    path, lora = served_files(model, adapter)
+    alias = name or (EMBEDDED_NAME if resolve(model).kind == "embedded" else path.stem)
     if lora is not None:
         alias = name or adapter_name(alias, lora)
         if merged := merged_gguf(path, lora):  # faster than the LoRA applied at run time

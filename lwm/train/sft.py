@@ -41,6 +41,8 @@ from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 _ROLES = ("system", "user", "assistant")
+#: ``TrainConfig.order`` → transformers' ``train_sampling_strategy``.
+ORDERS = {"random": "random", "file": "sequential"}
 _SPLITS = {"train": ("train",), "validation": ("validation", "valid", "val")}
 # Settings that must not change when a run is resumed (epochs/steps/eval/save may).
 _IDENTITY = ("data", "model", "lora", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "lr",
@@ -78,6 +80,9 @@ class TrainConfig:
         warmup: linear learning-rate warm-up: a share of the steps when below 1 (0.05 =
             the first 5 %), else a number of steps.
         seed: seed of data order, LoRA initialization and dropout.
+        order: ``random`` (the training split shuffled every epoch) or ``file`` (in the
+            file's order, as ``lwm data verdicts --order by-task`` writes it: a task's
+            success beside its failures in the same optimizer step).
         resume: continue from the last checkpoint in ``out`` (start fresh if there is none).
         eval_on_start: also evaluate before the first step (the loss of the base model).
         bf16: bfloat16 mixed precision (default: on when a CUDA GPU supports it; off on CPU).
@@ -109,6 +114,7 @@ class TrainConfig:
     logging_steps: int = 5
     warmup: float = 0.0
     seed: int = 0
+    order: str = "random"
     resume: bool = False
     eval_on_start: bool = False
     bf16: bool | None = None
@@ -135,6 +141,8 @@ class TrainConfig:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
         if self.init_adapter is not None and not self.lora:
             raise ValueError("init_adapter starts a LoRA adapter: it cannot be used with full fine-tuning")
+        if self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r} (one of {', '.join(ORDERS)})")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
 
@@ -645,6 +653,7 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
         logging_first_step=True,
         seed=config.seed,
         data_seed=config.seed,
+        train_sampling_strategy=ORDERS[config.order],
         bf16=bf16,
         fp16=False,
         gradient_checkpointing=checkpointing,  # TRL's name; transformers 5 calls it activation_checkpointing

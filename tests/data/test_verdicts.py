@@ -17,6 +17,7 @@ from lwm.data.verdicts import (
     attempts,
     balance,
     build_verdict_data,
+    by_task,
     labelled_episodes,
     mutate,
     task_of,
@@ -85,6 +86,19 @@ def test_balance_spends_few_negatives_on_empty_episodes_unless_nothing_else_is_l
     assert kinds == {"empty": 8, "mutated": 6, "sibling": 6}   # the hard kinds ran out
     with pytest.raises(ValueError, match="easy_share"):
         VerdictDataConfig(out="x", easy_share=1.5)
+
+
+def test_by_task_puts_a_tasks_success_beside_its_failures_in_a_seeded_order():
+    eps = [_traj(i, reward=float(k == "reference"), kind=k) for i in range(5)
+           for k in ("reference", "mutated", "sibling")]
+    random.Random(0).shuffle(eps)
+    out = by_task(eps, seed=1)
+    assert sorted(t.id for t in out) == sorted(t.id for t in eps)   # nothing lost or repeated
+    tasks = [t.metadata["episode"] for t in out]
+    assert all(len(set(tasks[k:k + 3])) == 1 for k in range(0, 15, 3))   # each task's three together
+    assert out == by_task(eps, seed=1) and tasks != [t.metadata["episode"] for t in by_task(eps, seed=2)]
+    with pytest.raises(ValueError, match="unknown order 'sorted' \\(one of shuffled, by-task\\)"):
+        VerdictDataConfig(out="x", order="sorted")
 
 
 def test_labelled_episodes_read_real_and_replayed_simulated_episodes_and_count_what_they_skip(tmp_path):

@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from lwm.cli import app
 from lwm.errors import ModelUnavailableError
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.models import WORLD_MODEL, load_model
 from lwm.models.base import SamplingParams
-from lwm.models.embedded import WARMUP_ADAPTER
+from lwm.models.embedded import VERDICT_ADAPTER, WARMUP_ADAPTER, embedded_gguf_path
 from lwm.parse import DEFAULT_STOP
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -62,12 +64,22 @@ def test_bad_adapters_are_refused_before_llama_cpp_sees_them(tmp_path):
 
 
 def test_served_with_the_adapter(tmp_path):
-    from lwm.models.server import create_app
+    from lwm.models.server import create_app, served_files
 
     assert create_app(adapter="warmup", prompt_cache_bytes=0).state.lwm_model_name == \
+        create_app(model="embedded-warmup", prompt_cache_bytes=0).state.lwm_model_name == \
         "SmolLM2-135M-Instruct-Q4_1+smollm2-135m-warmup"
+    assert served_files("embedded-verdict") == (embedded_gguf_path(), VERDICT_ADAPTER)   # a registry name
+    assert served_files(str(embedded_gguf_path())) == (embedded_gguf_path(), None)        # a GGUF file
     with pytest.raises(ModelUnavailableError, match="no adapter file"):
         create_app(adapter=str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelUnavailableError, match="no model file"):
+        served_files(str(tmp_path / "missing.gguf"))
+    with pytest.raises(ValueError, match="already has its adapter"):
+        served_files("embedded-verdict", adapter="warmup")
+    for name in ("hf:/models/x", "baseline:trivial"):
+        r = CliRunner().invoke(app, ["serve-model", "--model", name])
+        assert r.exit_code == 2 and "serves a llama.cpp model" in r.output, r.output
 
 
 @pytest.mark.slow

@@ -91,6 +91,8 @@ def test_bad_input_gives_clear_errors(tmp_path):
     assert res.exit_code == 2 and "train.parquet:3" in res.output
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         TrainConfig(data=tmp_path, out=tmp_path, batch_size=0)
+    with pytest.raises(ValueError, match="unknown order 'sorted' \\(one of random, file\\)"):
+        TrainConfig(data=tmp_path, out=tmp_path, order="sorted")
 
 
 # ----------------------------------------------------------------------------- a real run
@@ -267,7 +269,8 @@ def test_training_continues_from_an_exported_adapter(run, tmp_path):
     for key, value in trained.items():
         np.testing.assert_allclose(back[key.replace(".default", "")], value, rtol=0, atol=1e-6)
     again = train_sft(TrainConfig(data=config.data, out=tmp_path / "more", max_steps=1, batch_size=8, lr=1e-9,
-                                  save_steps=1, eval_on_start=True, init_adapter=str(gguf)), show_progress=False)
+                                  save_steps=1, eval_on_start=True, init_adapter=str(gguf), order="file"),
+                      show_progress=False)
     assert again.eval_loss_start == pytest.approx(res.eval_loss, rel=0.02)
     assert again.eval_loss_start < res.eval_loss_start / 2
     with pytest.raises(ValueError, match="full fine-tuning"):
