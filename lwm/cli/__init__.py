@@ -21,6 +21,7 @@ from lwm.eval.rewards import RewardEvalConfig
 from lwm.eval.runner import MAX_NEIGHBOURS, EvalConfig
 from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
+from lwm.models.server import create_app, serve, served_files
 from lwm.paths import run_dir
 from lwm.sim.backends import backend_spec
 from lwm.sim.mcp_server import McpServeConfig
@@ -614,11 +615,9 @@ def models() -> None:
 def serve_model(
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
-    model: str = typer.Option("embedded", "--model", "--model-path",
-                              help="A named model (embedded, embedded-warmup, embedded-verdict: see lwm models) "
-                                   "or a GGUF file."),
+    model: str = option(create_app, "model", "--model", "--model-path"),
     name: str | None = typer.Option(None, help="Model name clients use (default: the file's model name, "
-                                       "+<adapter file stem> with --adapter)."),
+                                       "+<adapter file stem> with an adapter)."),
     n_ctx: int = typer.Option(8192, help="Context window in tokens (the embedded model was trained on 8192)."),
     threads: int = typer.Option(os.cpu_count() or 1, help="CPU threads."),
     prompt_cache_mb: int = typer.Option(1024, min=0, help="Memory for cached prompt states (0: no cache)."),
@@ -627,7 +626,6 @@ def serve_model(
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible HTTP endpoint (llama.cpp server)."""
     from lwm.models.embedded import adapter_request
-    from lwm.models.server import serve, served_files
 
     _, lora = call(served_files, model, adapter)
     if lora is not None:

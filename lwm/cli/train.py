@@ -12,7 +12,7 @@ from lwm.cli.common import call, note, option
 from lwm.train.export import export_lora_gguf
 from lwm.train.rft import RFTConfig
 from lwm.train.rl import RLConfig
-from lwm.train.sft import TrainConfig
+from lwm.train.sft import ORDERS, TrainConfig
 
 train_app = typer.Typer(help="Train: warm-up SFT of a world model (TRL + PEFT LoRA), GRPO or rejection-sampling "
                         "fine-tuning of an agent inside the world model (or GRPO of the world model for fidelity), "
@@ -45,7 +45,7 @@ def sft(
     logging_steps: int = option(TrainConfig, "logging_steps", min=1),
     warmup: float = option(TrainConfig, "warmup", min=0.0),
     seed: int = option(TrainConfig, "seed"),
-    order: str = option(TrainConfig, "order", metavar="random|file"),
+    order: str = option(TrainConfig, "order", metavar="|".join(ORDERS)),
     resume: bool = option(TrainConfig, "resume"),
     eval_on_start: bool = option(TrainConfig, "eval_on_start"),
     bf16: bool | None = option(TrainConfig, "bf16", "--bf16/--no-bf16"),

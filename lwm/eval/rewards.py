@@ -18,7 +18,9 @@ verifier, balanced accuracy (the mean of the true-positive and true-negative rat
 precision (of the episodes judged achieved, the share really achieved), the false-success
 rate (among really failed episodes, those judged achieved), the missed-success rate,
 unreadable verdicts (``None``: counted, and counted as "not achieved" in the rates), the
-Brier score of the probabilities, and seconds per verdict. With ``verdict`` and ``probe``
+Brier score of the probabilities, their ranking apart from the 0.5 threshold (AUC, and the
+recall at a false-success rate of at most 5 %: :func:`ranking`; overall only) and seconds
+per verdict. With ``verdict`` and ``probe``
 both measured, their conjunction (achieved only when both say so) is reported too.
 
 Output directory (resumable: re-run with the same one)::
@@ -29,7 +31,9 @@ Output directory (resumable: re-run with the same one)::
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -100,12 +104,42 @@ def verdicts(source: RewardSource, episodes: list[tuple[Trajectory, Task | None]
     return [judge_episode(source, traj, task)["reward"] for traj, task in episodes]
 
 
+#: The false-success rate at which ``recall_at_low_fsr`` is read (the goal of issue 22).
+LOW_FSR = 0.05
+
+
+def ranking(real: list[bool], scores: list[float]) -> tuple[float | None, float | None]:
+    """How well ``scores`` (rewards, e.g. P(achieved)) rank real successes above failures:
+    ``(AUC, recall at a false-success rate of at most LOW_FSR)``.
+
+    AUC is the chance that a random real success scores above a random failure (ties count
+    half; the Mann-Whitney statistic). The recall is the share of real successes above the
+    lowest threshold that lets at most ``LOW_FSR`` of the failures through, the threshold
+    chosen on these same episodes (an upper bound for a threshold fixed beforehand).
+    ``None`` when one class is missing.
+
+    >>> ranking([True, True, False, False], [0.9, 0.4, 0.5, 0.1])
+    (0.75, 0.5)
+    """
+    pos = [s for t, s in zip(real, scores) if t]
+    neg = sorted(s for t, s in zip(real, scores) if not t)
+    if not pos or not neg:
+        return None, None
+    below = sum(bisect.bisect_left(neg, p) + (bisect.bisect_right(neg, p) - bisect.bisect_left(neg, p)) / 2
+                for p in pos)
+    allowed = math.floor(LOW_FSR * len(neg))   # failures that may score strictly above the bar
+    bar = neg[len(neg) - allowed - 1] if allowed < len(neg) else -math.inf
+    return round(below / (len(pos) * len(neg)), 4), round(sum(p > bar for p in pos) / len(pos), 4)
+
+
 def agreement(real: list[float], judged: list[float | None]) -> dict[str, Any]:
-    """Agreement statistics of ``judged`` verdicts against ``real`` ones (≥ 0.5 is success).
+    """Agreement statistics of ``judged`` verdicts against ``real`` ones (≥ 0.5 is success);
+    ``auc`` and ``recall_at_low_fsr`` (:func:`ranking`). An unreadable verdict (``None``)
+    counts as "not achieved" everywhere (a reward of 0 in the ranking) and is counted.
 
     >>> s = agreement([1, 0, 0, 1], [1, 1, None, 0.9])
-    >>> s["false_success_rate"], s["precision"], s["brier"]
-    (0.5, 0.6667, 0.3367)
+    >>> s["false_success_rate"], s["precision"], s["brier"], s["auc"]
+    (0.5, 0.6667, 0.3367, 0.625)
     """
     pairs = list(zip([r >= 0.5 for r in real], judged))
     said = [(truth, (v or 0.0) >= 0.5) for truth, v in pairs]
@@ -124,6 +158,7 @@ def agreement(real: list[float], judged: list[float | None]) -> dict[str, Any]:
         "missed_success_rate": round(1 - tpr, 4) if tpr is not None else None,
         "unreadable": sum(1 for _, v in pairs if v is None),
         "brier": round(sum((t - v) ** 2 for t, v in readable) / len(readable), 4) if readable else None,
+        **dict(zip(("auc", "recall_at_low_fsr"), ranking([t for t, _ in pairs], [v or 0.0 for _, v in pairs]))),
     }
 
 
@@ -291,15 +326,17 @@ def _pct(x: float | None) -> str:
 def to_markdown(summary: dict[str, Any]) -> str:
     """The summary's tables: every source overall, then per domain and per kind."""
     head = ("| reward source | episodes | real successes | agreement | balanced accuracy | precision | "
-            "false-success rate | missed-success rate | unreadable | Brier | seconds per verdict |")
+            "false-success rate | missed-success rate | unreadable | Brier | AUC | "
+            f"recall at ≤ {LOW_FSR:.0%} false successes | seconds per verdict |")
     lines = [f"# Reward models against the real verifier ({summary['episodes']} labelled episodes, "
              f"{summary['settings']['split']} families)", "", "Rates ×100.", "", head,
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in summary["sources"].items():
         o = s["overall"]
         lines.append(f"| {name} | {o['episodes']} | {o['real_successes']} | {_pct(o['agreement'])} | "
                      f"{_pct(o['balanced_accuracy'])} | {_pct(o['precision'])} | {_pct(o['false_success_rate'])} | "
                      f"{_pct(o['missed_success_rate'])} | {o['unreadable']} | {o['brier']} | "
+                     f"{'—' if o.get('auc') is None else o['auc']} | {_pct(o.get('recall_at_low_fsr'))} | "
                      f"{s.get('seconds_per_verdict', '—')} |")
     for group in ("domains", "kinds"):
         lines += ["", f"Balanced accuracy / false-success rate / missed-success rate by {group[:-1]}:", "",

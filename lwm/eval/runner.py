@@ -41,7 +41,8 @@ from lwm.schema import BenchRow, read_rows
 JudgeMode = Literal["score", "real", "closer"]
 
 
-#: Retrieved transitions per row (``EvalConfig.neighbours``): by default, and at most.
+#: Retrieved transitions per row (``EvalConfig.neighbours``; its docstring says both): by
+#: default, and at most.
 DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS = 2, 8
 
 
@@ -76,8 +77,8 @@ class EvalConfig:
         index: a transition index (``lwm data index``, :mod:`lwm.retrieval`): the observations
             of the real transitions whose actions are most like the row's join the
             candidates (never one of the row's own episode).
-        neighbours: transitions taken from ``index`` per row (1 to :data:`MAX_NEIGHBOURS`;
-            not given: :data:`DEFAULT_NEIGHBOURS`); needs ``index``.
+        neighbours: transitions taken from ``index`` per row, 1 to 8 (2 when not given);
+            needs ``index``.
 
     Raises:
         ValueError: ``neighbours`` without ``index``, or out of range.
@@ -211,7 +212,8 @@ async def predict_rows(
     """Predict every row not yet done in ``predictions.partial.jsonl``.
 
     Args:
-        index: ``config.index``, loaded (:meth:`TransitionIndex.load`; loaded here when not given).
+        index: ``config.index``, loaded (:meth:`TransitionIndex.load`; loaded here when not
+            given; ignored without ``config.index``).
 
     Returns:
         ``(records by row key, rows predicted by this call)``.
@@ -219,7 +221,9 @@ async def predict_rows(
     sampling = config.sampling.to_dict()
     mode, compact = request_format(model, config.prediction, config.compact_tools)
     scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
-    if index is None and config.index is not None:
+    if config.index is None:  # what run.json records is what is used
+        index = None
+    elif index is None:
         index = TransitionIndex.load(config.index)
     if index is not None and (bare := sorted({r.domain for r in rows} - set(index.by_domain))):
         print(f"warning: the index {config.index} holds no transition of {', '.join(bare)}: those rows get no "

@@ -104,8 +104,8 @@ def create_app(model: str = "embedded", name: str | None = None, n_ctx: int = 81
     (bodies of at most 4 MiB, no ``grammar`` field, short errors).
 
     Args:
-        model: a named model (``embedded``, ``embedded-warmup``, ``embedded-verdict``:
-            :data:`lwm.models.registry.NAMED`) or a GGUF file.
+        model: a named model (``embedded``, ``embedded-warmup``, ``embedded-verdict``: see
+            ``lwm models``) or a GGUF file.
         name: the model name clients send (default: the model's name, ``+<adapter stem>``
             with an adapter).
         n_ctx: context window in tokens.
@@ -125,14 +125,14 @@ def create_app(model: str = "embedded", name: str | None = None, n_ctx: int = 81
     except ImportError as e:
         raise ModelUnavailableError("llama-cpp-python[server] is not installed: run `make install`") from e
     path, lora = served_files(model, adapter)
-    alias = name or (EMBEDDED_NAME if resolve(model).kind == "embedded" else path.stem)
+    alias = name or (EMBEDDED_NAME if path == embedded_gguf_path() else path.stem)
     if lora is not None:
         alias = name or adapter_name(alias, lora)
         if merged := merged_gguf(path, lora):  # faster than the LoRA applied at run time
             path, lora = merged, None
-    model = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
+    settings = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
                           n_threads=threads or os.cpu_count() or 1, verbose=False)
-    app = server_app.create_app(server_settings=ServerSettings(), model_settings=[model])
+    app = server_app.create_app(server_settings=ServerSettings(), model_settings=[settings])
     app.state.lwm_model_name = alias
     if prompt_cache_bytes > 0:
         # The model is loaded by create_app; llama-cpp-python 0.3.36 keeps it here.

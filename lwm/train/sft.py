@@ -46,7 +46,9 @@ ORDERS = {"random": "random", "file": "sequential"}
 _SPLITS = {"train": ("train",), "validation": ("validation", "valid", "val")}
 # Settings that must not change when a run is resumed (epochs/steps/eval/save may).
 _IDENTITY = ("data", "model", "lora", "lora_r", "lora_alpha", "lora_dropout", "target_modules", "lr",
-             "batch_size", "grad_accum", "max_length", "seed", "init_adapter")
+             "batch_size", "grad_accum", "max_length", "seed", "init_adapter", "order")
+# What a run recorded before a setting existed had.
+_RECORDED_BEFORE = {"order": "random"}
 
 
 @dataclass
@@ -543,7 +545,8 @@ def _prepare_out(config: TrainConfig) -> Path | None:
     if last and run_file.is_file():
         recorded = read_json(run_file).get("settings", {})
         now = config.identity()
-        diff = {k: (recorded.get(k), now[k]) for k in now if recorded.get(k) != now[k]}
+        diff = {k: (recorded.get(k, _RECORDED_BEFORE.get(k)), now[k]) for k in now
+                if recorded.get(k, _RECORDED_BEFORE.get(k)) != now[k]}
         if diff:
             raise RunMismatchError(out, diff)
     return Path(last) if last else None

@@ -13,7 +13,7 @@ from lwm.cli.common import declared_default, field_docs
 
 #: Flags that belong to the command line itself (display, serving), not to a library setting.
 CLI_ONLY = {
-    "progress", "force", "src", "format", "strict", "trajectories", "host", "port", "model", "name", "n_ctx",
+    "progress", "force", "src", "format", "strict", "trajectories", "host", "port", "name", "n_ctx",
     "threads", "prompt_cache_mb", "adapter", "cache", "max_sessions", "max_turns", "suite", "domain", "backend", "out",
     "concurrency", "more", "runs", "title", "episodes", "run",
 }

@@ -12,7 +12,7 @@ from servers import chat_stub
 from typer.testing import CliRunner
 
 from lwm.cli import app
-from lwm.eval.rewards import RewardEvalConfig, reward_eval
+from lwm.eval.rewards import RewardEvalConfig, agreement, ranking, reward_eval
 from lwm.models import load_model
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.models.openai_compat import OpenAIChatModel
@@ -165,3 +165,16 @@ def test_reward_eval_refuses_bad_input(tmp_path):
     assert result.exit_code == 2 and "is a directory, not an episode file" in result.output
     result = runner.invoke(app, ["agent", "rewards", str(path), "--base-url", "http://127.0.0.1:9/v1"])
     assert result.exit_code == 2 and "needs --reward-model" in result.output
+
+
+def test_the_ranking_of_rewards_is_measured_apart_from_the_threshold():
+    # a reward that ranks every success above every failure, although 0.5 calls them all failures
+    s = agreement([1, 1, 0, 0, 0], [0.4, 0.3, 0.2, 0.1, 0.0])
+    assert s["balanced_accuracy"] == 0.5 and s["auc"] == 1.0 and s["recall_at_low_fsr"] == 1.0
+    # ties count half; 5 % of 20 failures allows one at or above the threshold, not two
+    assert ranking([True, False], [0.5, 0.5]) == (0.5, 0.0)
+    assert ranking([True] + [False] * 20, [0.7] + [0.7] + [0.1] * 19) == (0.975, 1.0)
+    assert ranking([True] + [False] * 20, [0.7] + [0.7] * 2 + [0.1] * 18) == (0.95, 0.0)
+    assert ranking([True, True], [0.1, 0.9]) == (None, None)   # no failure to rank against
+    # an unreadable verdict ranks as a reward of 0, as it counts as "not achieved" in the rates
+    assert agreement([1, 0], [None, 0.2])["auc"] == 0.0 and agreement([1, 0], [0.3, None])["auc"] == 1.0

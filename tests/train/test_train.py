@@ -161,6 +161,8 @@ def test_resume_continues_the_step_count(run, tmp_path):
         train_sft(again, show_progress=False)
     with pytest.raises(RunMismatchError, match="lr: started with 0.002, now 0.001"):
         train_sft(TrainConfig(**{**again.__dict__, "resume": True, "lr": 1e-3}), show_progress=False)
+    with pytest.raises(RunMismatchError, match="order"):   # another order would skip other examples
+        train_sft(TrainConfig(**{**again.__dict__, "resume": True, "order": "file"}), show_progress=False)
 
     res = train_sft(TrainConfig(**{**again.__dict__, "resume": True}), show_progress=False)
     assert res.resumed_from.name == "checkpoint-6" and res.steps == 7
