@@ -115,6 +115,9 @@ class _Run:
     def __init__(self, items: Sequence[Item], journal: Path, key: str, description: str | None,
                  check: Callable[[dict], str | None] | None = None) -> None:
         self.journal, self.key = Path(journal), key
+        twice = [i for i, n in Counter(i for i, _ in items).items() if n > 1]
+        if twice:
+            raise ValueError(f"two jobs share the id {twice[0]!r}: the journal would keep one record for both")
         self.t0 = time.monotonic()
         self.report = JobReport(records=load_journal(self.journal, key, check))
         self.report.records = {k: r for k, r in self.report.records.items() if not r.get("error")}

@@ -84,6 +84,23 @@ def test_an_unknown_executor_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "j.jsonl").exists()
 
 
+def test_two_jobs_with_one_id_are_refused_before_anything_runs(tmp_path):
+    # the journal keeps one record per id: the second job's result would replace the first's
+    ran = []
+    for runner in (lambda items, **kw: run_jobs(items, ran.append, **kw),
+                   lambda items, **kw: asyncio.run(arun_jobs(items, _async_append(ran), **kw))):
+        with pytest.raises(ValueError, match="two jobs share the id 'a'"):
+            runner([("a", 1), ("b", 2), ("a", 3)], journal=tmp_path / "j.jsonl", progress=None)
+    assert ran == [] and not (tmp_path / "j.jsonl").exists()
+
+
+def _async_append(out):
+    async def work(x):
+        out.append(x)
+        return {}
+    return work
+
+
 def test_a_second_run_on_the_same_journal_is_refused_until_the_first_ends(tmp_path):
     journal = tmp_path / "run" / "j.partial.jsonl"
     started, release = threading.Event(), threading.Event()

@@ -270,6 +270,20 @@ class RewardEvalResult:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+def unique_ids(ids: list[str]) -> list[str]:
+    """``ids`` with each repeat suffixed by its count (``x``, ``x#2``, ``x#3``), in order.
+
+    >>> unique_ids(["a", "b", "a", "a"])
+    ['a', 'b', 'a#2', 'a#3']
+    """
+    count: Counter[str] = Counter()
+    out = []
+    for i in ids:
+        count[i] += 1
+        out.append(i if count[i] == 1 else f"{i}#{count[i]}")
+    return out
+
+
 def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> RewardEvalResult:
     """Judge every labelled episode of the split with every source; write the tables.
 
@@ -294,14 +308,16 @@ def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> Rewa
         source.world_model.load(), source.reward_model().load()
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(config.out / "settings.json", config.settings())
-    items = [(f"{s.reward}:{t.id}", (s, t, task)) for s in config.sources() for t, task in episodes]
+    # two runs of the same tasks (two policies, say) hold the same episode ids: each keeps its own verdict
+    ids = unique_ids([t.id for t, _ in episodes])
+    items = [(f"{s.reward}:{i}", (s, t, task)) for s in config.sources() for i, (t, task) in zip(ids, episodes)]
     report = run_jobs(items, lambda item: judge_episode(*item), journal=config.out / "verdicts.partial.jsonl",
                       description="verdicts", progress=show_progress)
     summary: dict[str, Any] = {"settings": config.settings(), "episodes": len(episodes), "skipped": dict(skipped),
                                "sources": {}}
     judged: dict[str, list[float | None]] = {}
     for source in config.sources():
-        records = [report.records.get(f"{source.reward}:{t.id}") for t, _ in episodes]
+        records = [report.records.get(f"{source.reward}:{i}") for i in ids]
         judged[source.reward] = [r["reward"] if r else None for r in records]
         seconds = [r["seconds"] for r in records if r]
         summary["sources"][source.reward] = {

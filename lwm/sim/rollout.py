@@ -273,9 +273,7 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
         RunMismatchError: ``out`` holds a rollout with other settings.
     """
     out = Path(config.out)
-    if config.backend not in _UNUSED:
-        raise ValueError(f"unknown backend {config.backend!r} (one of {', '.join(_UNUSED)})")
-    factory = env_factory_for(config)
+    factory = env_factory_for(config)  # refuses an unknown backend first
     # Fail before any episode starts (a missing model file, a reference predictor's name …);
     # the models are loaded once per process, so the episodes of this process share them.
     policy = PolicySpec(config.policy, config.policy_base_url, config.api_key)

@@ -137,6 +137,16 @@ def test_reward_eval_measures_each_source_per_domain_and_kind_and_resumes(tmp_pa
     assert (tmp_path / "r" / "verdicts.partial.jsonl").read_text().count("\n") == 3
     assert again.summary["sources"]["verdict"]["overall"] == o
     assert "| verdict | 3 | 1 |" in (tmp_path / "r" / "report.md").read_text()
+    # a second run of the same tasks (another policy): the same episode ids, each its own verdict
+    other = tmp_path / "other.jsonl"
+    other.write_text(eps[1].model_copy(update={"id": eps[0].id, "reward": 0.0}).model_dump_json() + "\n")
+    both = reward_eval(RewardEvalConfig(episodes=(path, other), out=tmp_path / "b", split="all",
+                                        rewards=("verdict",), reward_model="embedded"), show_progress=False)
+    records = {json.loads(line)["id"]: json.loads(line)["reward"]
+               for line in (tmp_path / "b" / "verdicts.partial.jsonl").read_text().splitlines()}
+    assert both.summary["episodes"] == 4 and len(records) == 4
+    assert records[f"verdict:{eps[0].id}#2"] == pytest.approx(records[f"verdict:{eps[1].id}"], abs=1e-3)
+    assert records[f"verdict:{eps[0].id}#2"] != records[f"verdict:{eps[0].id}"]
 
 
 def test_reward_eval_refuses_bad_input(tmp_path):
