@@ -115,9 +115,6 @@ class _Run:
     def __init__(self, items: Sequence[Item], journal: Path, key: str, description: str | None,
                  check: Callable[[dict], str | None] | None = None) -> None:
         self.journal, self.key = Path(journal), key
-        twice = [i for i, n in Counter(i for i, _ in items).items() if n > 1]
-        if twice:
-            raise ValueError(f"two jobs share the id {twice[0]!r}: the journal would keep one record for both")
         self.t0 = time.monotonic()
         self.report = JobReport(records=load_journal(self.journal, key, check))
         self.report.records = {k: r for k, r in self.report.records.items() if not r.get("error")}
@@ -179,6 +176,7 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
         the report (see :class:`JobReport`).
 
     Raises:
+        ValueError: two items share an id, or an unknown executor (nothing is written).
         RowFormatError: the journal is corrupt beyond a torn last line.
         RunBusyError: another run is writing the journal now.
         KeyboardInterrupt: passed on after the items in flight finish (queued ones are
@@ -186,6 +184,7 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
     """
     if executor not in ("threads", "ray"):
         raise ValueError(f"unknown executor {executor!r} (threads or ray)")
+    _check_ids(items)
     source = _ray_outcomes if executor == "ray" else _thread_outcomes
     with _exclusive(journal):
         run = _Run(items, journal, key, description, check)
@@ -195,6 +194,13 @@ def run_jobs(items: Sequence[Item], work: Callable[[Any], dict], *, journal: Pat
                 run.finish(item_id, outcome, sink)
                 step()
     return run.done()
+
+
+def _check_ids(items: Sequence[Item]) -> None:
+    """Refuse two items with one id (the journal keeps one record per id), before any file is touched."""
+    twice = [i for i, n in Counter(i for i, _ in items).items() if n > 1]
+    if twice:
+        raise ValueError(f"two jobs share the id {twice[0]!r}: the journal would keep one record for both")
 
 
 @contextmanager
@@ -229,6 +235,7 @@ async def arun_jobs(items: Sequence[Item], work: Callable[[Any], Awaitable[dict]
             a server that failed every request so far).
         check: as :func:`run_jobs`.
     """
+    _check_ids(items)
     with _exclusive(journal):
         return await _arun(_Run(items, journal, key, description, check), work, concurrency, progress, stop, abort)
 

@@ -197,6 +197,11 @@ def test_lwm_eval_with_an_index_scores_the_neighbours(tmp_path):
     assert alone.exit_code == 2 and "give index (--index)" in alone.output and not (tmp_path / "r3").exists()
     with pytest.raises(ValueError, match="neighbours must be in \\[1, 8\\], got 9"):
         EvalConfig(out=tmp_path / "r4", index=tmp_path / "index.jsonl", neighbours=9)
+    typo = CliRunner().invoke(app, ["eval", "--data", str(data), "--out", str(tmp_path / "r5"), "--index",
+                                    str(tmp_path / "idnex.jsonl")])   # named before the model loads
+    assert typo.exit_code == 2 and "no transition index" in typo.output
+    with pytest.raises(ValueError, match="a whole number, got 2.5"):   # nearest() would return every match
+        EvalConfig(out=tmp_path / "r4", index=tmp_path / "index.jsonl", neighbours=2.5)
 
 
 def test_the_simulator_scores_candidates_when_asked():

@@ -108,7 +108,7 @@ class VerdictDataConfig:
             labelled by replaying them for real, are few beside the attempts played here,
             and the reward model is used on such episodes: repeating them weighs them more.
             Needs ``from_runs``.
-        order: order of ``train.jsonl`` (:data:`ORDERS`): ``shuffled``, or ``by-task``, a
+        order: order of ``train.jsonl``: ``shuffled``, or ``by-task``, a
             task's success and failures side by side (the same values, one changed, another
             task's, a step left out), so that one optimizer step compares them when the
             trainer keeps the file's order (``lwm train sft --order file``).

@@ -271,16 +271,21 @@ class RewardEvalResult:
 
 
 def unique_ids(ids: list[str]) -> list[str]:
-    """``ids`` with each repeat suffixed by its count (``x``, ``x#2``, ``x#3``), in order.
+    """``ids`` with each repeat suffixed by a count (``x``, ``x#2``, ``x#3``), in order; a
+    suffixed id that is already taken takes the next count.
 
-    >>> unique_ids(["a", "b", "a", "a"])
-    ['a', 'b', 'a#2', 'a#3']
+    >>> unique_ids(["a", "b", "a", "a"]), unique_ids(["a", "a", "a#2"])
+    (['a', 'b', 'a#2', 'a#3'], ['a', 'a#2', 'a#2#2'])
     """
-    count: Counter[str] = Counter()
+    taken: set[str] = set()
     out = []
     for i in ids:
-        count[i] += 1
-        out.append(i if count[i] == 1 else f"{i}#{count[i]}")
+        new, n = i, 1
+        while new in taken:
+            n += 1
+            new = f"{i}#{n}"
+        taken.add(new)
+        out.append(new)
     return out
 
 

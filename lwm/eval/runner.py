@@ -103,6 +103,8 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         if self.neighbours is not None:
+            if not isinstance(self.neighbours, int) or isinstance(self.neighbours, bool):
+                raise ValueError(f"neighbours must be a whole number, got {self.neighbours!r}")
             if self.index is None:
                 raise ValueError("neighbours (--neighbours) are taken from a transition index: give index (--index)")
             if not 1 <= self.neighbours <= MAX_NEIGHBOURS:
@@ -474,10 +476,10 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     if config.sampling.extra_body and model.base_url is None:
         raise ValueError("extra_body (--extra-body) goes to the world model's server (--base-url); the in-process "
                          "model takes none")
+    index = TransitionIndex.load(config.index) if config.index is not None else None  # before a model loads
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
-    index = TransitionIndex.load(config.index) if config.index is not None else None
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     asked = "" if hasattr(predictor, "predict_row") else \
         f" (prediction {request_format(predictor, config.prediction, config.compact_tools)[0]}" + (

@@ -143,7 +143,7 @@ class TrainConfig:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
         if self.init_adapter is not None and not self.lora:
             raise ValueError("init_adapter starts a LoRA adapter: it cannot be used with full fine-tuning")
-        if self.order not in ORDERS:
+        if not isinstance(self.order, str) or self.order not in ORDERS:
             raise ValueError(f"unknown order {self.order!r} (one of {', '.join(ORDERS)})")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")

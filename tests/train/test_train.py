@@ -93,6 +93,8 @@ def test_bad_input_gives_clear_errors(tmp_path):
         TrainConfig(data=tmp_path, out=tmp_path, batch_size=0)
     with pytest.raises(ValueError, match="unknown order 'sorted' \\(one of random, file\\)"):
         TrainConfig(data=tmp_path, out=tmp_path, order="sorted")
+    with pytest.raises(ValueError, match="unknown order \\['file'\\]"):
+        TrainConfig(data=tmp_path, out=tmp_path, order=["file"])
 
 
 # ----------------------------------------------------------------------------- a real run
