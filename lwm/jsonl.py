@@ -71,14 +71,23 @@ def check_run_settings(path: str | Path, settings: dict, defaults: dict | None =
     """
     path = Path(path)
     if path.exists():
-        before = read_json(path)
-        defaults = defaults or {}
-        recorded = {k: before.get(k, defaults.get(k)) for k in settings}
-        diff = {k: (recorded[k], v) for k, v in settings.items() if recorded[k] != v}
-        if diff:
-            raise RunMismatchError(path.parent, diff)
+        compare_settings(read_json(path), settings, path.parent, defaults)
     else:
         write_atomic(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+
+
+def compare_settings(recorded: dict, settings: dict, run: str | Path, defaults: dict | None = None) -> None:
+    """Check a resumed run's ``settings`` against the ``recorded`` ones of the run directory
+    ``run``; a setting the record lacks is compared as its value in ``defaults``, else as ``None``.
+
+    Raises:
+        RunMismatchError: they differ (every difference is listed).
+    """
+    defaults = defaults or {}
+    before = {k: recorded.get(k, defaults.get(k)) for k in settings}
+    diff = {k: (before[k], v) for k, v in settings.items() if before[k] != v}
+    if diff:
+        raise RunMismatchError(Path(run), diff)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -125,8 +125,7 @@ def ranking(real: list[bool], scores: list[float]) -> tuple[float | None, float 
     neg = sorted(s for t, s in zip(real, scores) if not t)
     if not pos or not neg:
         return None, None
-    below = sum(bisect.bisect_left(neg, p) + (bisect.bisect_right(neg, p) - bisect.bisect_left(neg, p)) / 2
-                for p in pos)
+    below = sum((bisect.bisect_left(neg, p) + bisect.bisect_right(neg, p)) / 2 for p in pos)   # ties half
     allowed = math.floor(LOW_FSR * len(neg))   # failures that may score strictly above the bar
     bar = neg[len(neg) - allowed - 1] if allowed < len(neg) else -math.inf
     return round(below / (len(pos) * len(neg)), 4), round(sum(p > bar for p in pos) / len(pos), 4)

@@ -131,7 +131,7 @@ def create_app(model: str = "embedded", name: str | None = None, n_ctx: int = 81
         if merged := merged_gguf(path, lora):  # faster than the LoRA applied at run time
             path, lora = merged, None
     settings = ModelSettings(model=str(path), model_alias=alias, n_ctx=n_ctx, lora_path=str(lora) if lora else None,
-                          n_threads=threads or os.cpu_count() or 1, verbose=False)
+                             n_threads=threads or os.cpu_count() or 1, verbose=False)
     app = server_app.create_app(server_settings=ServerSettings(), model_settings=[settings])
     app.state.lwm_model_name = alias
     if prompt_cache_bytes > 0:

@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
-from lwm.jsonl import read_json, write_atomic
+from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
+from lwm.jsonl import compare_settings, read_json, write_atomic
 from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base
 
 #: PEFT target modules by default: every linear projection of a Llama/Qwen-style block.
@@ -543,12 +543,7 @@ def _prepare_out(config: TrainConfig) -> Path | None:
         raise FileExistsError(f"{out} already holds checkpoints (last: {Path(last).name}); pass --resume to "
                               "continue that run, or choose a new --out")
     if last and run_file.is_file():
-        recorded = read_json(run_file).get("settings", {})
-        now = config.identity()
-        diff = {k: (recorded.get(k, _RECORDED_BEFORE.get(k)), now[k]) for k in now
-                if recorded.get(k, _RECORDED_BEFORE.get(k)) != now[k]}
-        if diff:
-            raise RunMismatchError(out, diff)
+        compare_settings(read_json(run_file).get("settings", {}), config.identity(), out, _RECORDED_BEFORE)
     return Path(last) if last else None
 
 
