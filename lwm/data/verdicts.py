@@ -77,10 +77,12 @@ KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sib
 EASY_KINDS = frozenset({"empty"})
 #: ``trace_weight`` at most: beyond it the traces' repeats would only fill the disk.
 MAX_TRACE_WEIGHT = 100
-#: Orders of the training split: ``shuffled`` (episodes in a seeded order) or ``by-task``
-#: (a task's episodes next to each other, tasks in a seeded order; train with ``lwm train sft
-#: --order file`` so that an optimizer step sees a success beside the failures of its task).
-ORDERS = ("shuffled", "by-task")
+#: Orders of the training split: ``shuffled`` (episodes in a seeded order), ``by-task`` (a
+#: task's episodes next to each other, tasks in a seeded order; train with ``lwm train sft
+#: --order file`` so that an optimizer step sees a success beside the failures of its task) or
+#: ``traces-first`` (``by-task`` with the tasks that hold an episode of ``--from`` first, so
+#: that a run shorter than an epoch sees every one of them).
+ORDERS = ("shuffled", "by-task", "traces-first")
 #: A train-family task goes to validation when its name hashes to 0 modulo this.
 VALIDATION_EVERY = 10
 
@@ -108,10 +110,13 @@ class VerdictDataConfig:
             labelled by replaying them for real, are few beside the attempts played here,
             and the reward model is used on such episodes: repeating them weighs them more.
             Needs ``from_runs``.
-        order: order of ``train.jsonl``: ``shuffled``, or ``by-task``, a
+        order: order of ``train.jsonl``: ``shuffled``; ``by-task``, a
             task's success and failures side by side (the same values, one changed, another
             task's, a step left out), so that one optimizer step compares them when the
-            trainer keeps the file's order (``lwm train sft --order file``).
+            trainer keeps the file's order (``lwm train sft --order file``); or
+            ``traces-first``, ``by-task`` with the tasks holding an episode given with
+            ``--from`` first (a training run shorter than an epoch then sees all of them).
+            Needs ``from_runs``.
         workers: tasks played at once (each in its own sandbox).
     """
 
@@ -152,6 +157,8 @@ class VerdictDataConfig:
             raise ValueError(f"unknown order {self.order!r} (one of {', '.join(ORDERS)})")
         if self.trace_weight > 1 and not self.from_runs:
             raise ValueError("trace_weight (--trace-weight) weighs the episodes given with --from: give some")
+        if self.order == "traces-first" and not self.from_runs:
+            raise ValueError("order traces-first puts the episodes given with --from first: give some")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""
@@ -441,15 +448,19 @@ def task_key(traj: Trajectory) -> tuple[str, str]:
     return traj.domain, str(name or traj.metadata.get("episode") or traj.id)
 
 
-def by_task(rows: list[Trajectory], seed: int) -> list[Trajectory]:
+def by_task(rows: list[Trajectory], seed: int, traces_first: bool = False) -> list[Trajectory]:
     """``rows`` with each task's episodes side by side, tasks (and the episodes within one)
-    in a seeded order; a repeated episode (``trace_weight``) stays once per repeat."""
+    in a seeded order; a repeated episode (``trace_weight``) stays once per repeat. With
+    ``traces_first``, the tasks that hold a trace (an episode of ``from_runs``) come before
+    the others, each part in the seeded order."""
     rng = random.Random(seed)
     groups: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
     for t in rows:
         groups[task_key(t)].append(t)
     keys = sorted(groups)
     rng.shuffle(keys)
+    if traces_first:  # a stable sort: the seeded order stays within each part
+        keys.sort(key=lambda k: not any(t.id.endswith("/trace") for t in groups[k]))
     out: list[Trajectory] = []
     for k in keys:
         rng.shuffle(groups[k])
@@ -490,7 +501,8 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
         splits[_split_of(t)].append(t)
     train = _weighted(balance(splits["train"], config.negatives_per_positive, config.seed, config.easy_share),
                       config.trace_weight, config.seed)
-    written = {"train": by_task(train, config.seed) if config.order == "by-task" else train,
+    written = {"train": train if config.order == "shuffled" else
+               by_task(train, config.seed, traces_first=config.order == "traces-first"),
                "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1,
                                      config.easy_share),
                "heldout": splits["heldout"]}

@@ -97,8 +97,22 @@ def test_by_task_puts_a_tasks_success_beside_its_failures_in_a_seeded_order():
     tasks = [t.metadata["episode"] for t in out]
     assert all(len(set(tasks[k:k + 3])) == 1 for k in range(0, 15, 3))   # each task's three together
     assert out == by_task(eps, seed=1) and tasks != [t.metadata["episode"] for t in by_task(eps, seed=2)]
-    with pytest.raises(ValueError, match="unknown order 'sorted' \\(one of shuffled, by-task\\)"):
+    with pytest.raises(ValueError, match="unknown order 'sorted' \\(one of shuffled, by-task, traces-first\\)"):
         VerdictDataConfig(out="x", order="sorted")
+
+
+def test_traces_first_puts_the_tasks_holding_a_trace_before_the_others():
+    eps = [_traj(i, reward=float(k == "reference"), kind=k) for i in range(6) for k in ("reference", "mutated")]
+    traced = {2, 5}
+    eps += [t.model_copy(update={"id": f"{t.id}/trace"}) for t in (_traj(i, reward=0.0, kind="trace") for i in traced)]
+    out = by_task(eps, seed=1, traces_first=True)
+    assert sorted(t.id for t in out) == sorted(t.id for t in eps)
+    tasks = list(dict.fromkeys(t.metadata["episode"] for t in out))
+    assert {tasks[0], tasks[1]} == {_traj(i).metadata["episode"] for i in traced}
+    rest = [k for k in dict.fromkeys(t.metadata["episode"] for t in by_task(eps, seed=1)) if k not in tasks[:2]]
+    assert tasks[2:] == rest   # the seeded order of the others kept
+    with pytest.raises(ValueError, match="traces-first puts the episodes given with --from first"):
+        VerdictDataConfig(out="x", order="traces-first")
 
 
 def test_labelled_episodes_read_real_and_replayed_simulated_episodes_and_count_what_they_skip(tmp_path):
@@ -183,6 +197,11 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
                                                     from_runs=(runs,), trace_weight=3), show_progress=False)
     train = [json.loads(line) for line in (tmp_path / "v" / "train.jsonl").read_text().splitlines()]
     assert weighted.summary["trace_weight"] == 3 and len(train) == 3 * (6 - weighted.summary["examples"]["validation"])
+    build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
+                                         from_runs=(runs,), trace_weight=3, order="traces-first"), show_progress=False)
+    ordered = [json.loads(line)["id"] for line in (tmp_path / "v" / "train.jsonl").read_text().splitlines()]
+    assert sorted(ordered) == sorted(r["id"] for r in train)
+    assert all(len(set(ordered[k:k + 3])) == 1 for k in range(0, len(ordered), 3))   # a task's repeats together
     with pytest.raises(ValueError, match="trace_weight must be a whole number in \\[1, 100\\]"):
         VerdictDataConfig(out=tmp_path / "x", trace_weight=0)
     with pytest.raises(ValueError, match="weighs the episodes given with --from"):
