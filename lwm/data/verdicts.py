@@ -431,12 +431,17 @@ def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int
     return out
 
 
+def _is_trace(traj: Trajectory) -> bool:
+    """Whether an episode came from ``from_runs`` (:func:`build_verdict_data` marks their ids)."""
+    return traj.id.endswith("/trace")
+
+
 def _weighted(rows: list[Trajectory], trace_weight: int, seed: int) -> list[Trajectory]:
     """``rows`` with every trace (an episode of ``from_runs``) ``trace_weight`` times, in a
     seeded order."""
     if trace_weight == 1:
         return rows
-    out = rows + [t for t in rows if t.id.endswith("/trace")] * (trace_weight - 1)
+    out = rows + [t for t in rows if _is_trace(t)] * (trace_weight - 1)
     random.Random(seed).shuffle(out)
     return out
 
@@ -460,7 +465,7 @@ def by_task(rows: list[Trajectory], seed: int, traces_first: bool = False) -> li
     keys = sorted(groups)
     rng.shuffle(keys)
     if traces_first:  # a stable sort: the seeded order stays within each part
-        keys.sort(key=lambda k: not any(t.id.endswith("/trace") for t in groups[k]))
+        keys.sort(key=lambda k: not any(map(_is_trace, groups[k])))
     out: list[Trajectory] = []
     for k in keys:
         rng.shuffle(groups[k])
