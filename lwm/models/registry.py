@@ -71,7 +71,7 @@ NAMED: dict[str, ModelRef] = {ref.name: ref for ref in (
     ModelRef("embedded-warmup", "embedded", adapter="smollm2-135m-warmup.gguf",
              description="the base model with the shipped warm-up adapter: the default world model"),
     ModelRef("embedded-verdict", "embedded", adapter="smollm2-135m-verdict.gguf",
-             description="the base model with the shipped verdict adapter: the default reward model"),
+             description="the base model with the shipped verdict adapter: the reward model of --reward verdict"),
 )}
 
 
