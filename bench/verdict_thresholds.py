@@ -1,52 +1,51 @@
 """A reward run's decisions at other thresholds than 0.5, read offline: balanced accuracy,
-precision, recall and false-success rate of the P(achieved) that ``lwm agent rewards`` wrote
-(its ``verdicts.partial.jsonl``), against the real labels of the episodes it judged
-(docs/results.md, the reward model's fifth stage).
+precision, recall and false-success rate of the rewards (e.g. P(achieved)) that ``lwm agent
+rewards`` wrote in its journal, against the real labels of the episodes it judged
+(docs/results.md, the reward model's fifth stage). The episodes are those the run's
+``settings.json`` names, selected as the run selected them; run it from the directory the
+run was started in (the episode paths are recorded as given).
 
-    python bench/verdict_thresholds.py RUN_DIR EPISODES.jsonl [EPISODES.jsonl ...] \
-        [--split heldout|train|all] [--thresholds 0.5 0.6 0.7 0.8 0.9]
+    python bench/verdict_thresholds.py RUN_DIR [--thresholds 0.5 0.6 0.7 0.8 0.9]
 
-Give the episode files in the order the run was given them (repeated ids are numbered in
-that order, as ``lwm agent rewards`` numbers them). Rates ×100.
+Rates ×100, one table per reward source of the run; as in the run's own tables, a missing or
+unreadable verdict counts as "not achieved".
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from lwm.data.verdicts import labelled_episodes
-from lwm.eval.rewards import unique_ids
+from lwm.errors import LwmError
+from lwm.eval.rewards import RewardEvalConfig, agreement, judged_episodes, unique_ids
+from lwm.jsonl import iter_jsonl, read_json
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="an lwm agent rewards --out directory")
-    ap.add_argument("episodes", nargs="+", type=Path, help="the episode files the run judged, in its order")
-    ap.add_argument("--split", default="all", choices=("heldout", "train", "all"))
     ap.add_argument("--thresholds", nargs="+", type=float, default=[0.5, 0.6, 0.7, 0.8, 0.9])
     args = ap.parse_args()
-    eps = [t for t, _ in labelled_episodes(args.episodes) if args.split == "all" or t.metadata["split"] == args.split]
-    real = dict(zip(unique_ids([t.id for t in eps]), [(t.reward or 0) >= 0.5 for t in eps]))
-    scores = {}
-    for line in (args.run / "verdicts.partial.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row["id"].startswith("verdict:"):
-            scores[row["id"].removeprefix("verdict:")] = row["reward"] if row["reward"] is not None else 0.0
-    unknown = [k for k in scores if k not in real]
-    if unknown:
-        raise SystemExit(f"{len(unknown)} judged episodes are not in the files given (e.g. {unknown[0]}): "
-                         "give the run's episode files, in its order, with its --split")
-    pos = [s for k, s in scores.items() if real[k]]
-    neg = [s for k, s in scores.items() if not real[k]]
-    print(f"{args.run}: {len(scores)} verdicts, {len(pos)} real successes")
-    print("| threshold | balanced accuracy | precision | recall | false-success rate |\n|---:|---:|---:|---:|---:|")
-    for th in args.thresholds:
-        tp, fp = sum(s >= th for s in pos), sum(s >= th for s in neg)
-        tpr, fpr = tp / len(pos) if pos else 0.0, fp / len(neg) if neg else 0.0
-        prec = f"{100 * tp / (tp + fp):.1f}" if tp + fp else "—"
-        print(f"| {th:.2f} | {100 * (tpr + 1 - fpr) / 2:.1f} | {prec} | {100 * tpr:.1f} | {100 * fpr:.1f} |")
+    try:
+        settings = read_json(args.run / "settings.json")
+        config = RewardEvalConfig(episodes=tuple(settings["episodes"]), out=args.run, split=settings["split"],
+                                  max_episodes=settings.get("max_episodes"))
+        episodes = judged_episodes(config)
+        rewards = {row["id"]: row["reward"] for _, row in iter_jsonl(args.run / "verdicts.partial.jsonl")}
+    except (LwmError, ValueError, KeyError) as e:
+        raise SystemExit(f"error: {args.run} is not a readable lwm agent rewards run: {e}") from None
+    ids = unique_ids([t.id for t, _ in episodes])   # the journal's keys, as the run made them
+    real = [t.reward for t, _ in episodes]
+    for source in sorted({key.split(":", 1)[0] for key in rewards}):
+        judged = [rewards.get(f"{source}:{i}") for i in ids]
+        print(f"{args.run}, {source}: {sum(v is not None for v in judged)} verdicts of {len(ids)} episodes, "
+              f"{sum(r >= 0.5 for r in real)} real successes")
+        print("| threshold | balanced accuracy | precision | recall | false-success rate |\n|---:|---:|---:|---:|---:|")
+        for th in args.thresholds:
+            a = agreement(real, [float(v is not None and v >= th) for v in judged])
+            recall = None if a["missed_success_rate"] is None else 1 - a["missed_success_rate"]
+            cells = (a["balanced_accuracy"], a["precision"], recall, a["false_success_rate"])
+            print(f"| {th:.2f} | " + " | ".join("—" if c is None else f"{100 * c:.1f}" for c in cells) + " |")
 
 
 if __name__ == "__main__":

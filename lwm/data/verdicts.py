@@ -77,6 +77,8 @@ KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sib
 EASY_KINDS = frozenset({"empty"})
 #: ``trace_weight`` at most: beyond it the traces' repeats would only fill the disk.
 MAX_TRACE_WEIGHT = 100
+#: What ends the id of an episode of ``from_runs`` (:func:`build_verdict_data` marks them).
+_TRACE_SUFFIX = "/trace"
 #: Orders of the training split: ``shuffled`` (episodes in a seeded order), ``by-task`` (a
 #: task's episodes next to each other, tasks in a seeded order; train with ``lwm train sft
 #: --order file`` so that an optimizer step sees a success beside the failures of its task) or
@@ -432,8 +434,8 @@ def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int
 
 
 def _is_trace(traj: Trajectory) -> bool:
-    """Whether an episode came from ``from_runs`` (:func:`build_verdict_data` marks their ids)."""
-    return traj.id.endswith("/trace")
+    """Whether an episode came from ``from_runs``."""
+    return traj.id.endswith(_TRACE_SUFFIX)
 
 
 def _weighted(rows: list[Trajectory], trace_weight: int, seed: int) -> list[Trajectory]:
@@ -484,7 +486,8 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     """
     t0 = time.monotonic()
     skipped: Counter[str] = Counter()
-    traces = [t.model_copy(update={"id": f"{t.id}/trace"}) for t, _ in labelled_episodes(config.from_runs, skipped)]
+    traces = [t.model_copy(update={"id": t.id + _TRACE_SUFFIX})
+              for t, _ in labelled_episodes(config.from_runs, skipped)]
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(config.out / "settings.json", config.settings())
     items = _jobs(config)

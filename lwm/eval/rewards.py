@@ -288,6 +288,29 @@ def unique_ids(ids: list[str]) -> list[str]:
     return out
 
 
+def judged_episodes(config: RewardEvalConfig,
+                    skipped: Counter[str] | None = None) -> list[tuple[Trajectory, Task | None]]:
+    """The labelled episodes a run of ``config`` judges, in its order: those of the split,
+    ``max_episodes`` of them evenly spaced; the rest counted in ``skipped`` as
+    :func:`~lwm.data.verdicts.labelled_episodes` counts them.
+
+    Raises:
+        DataNotFoundError, RowFormatError: an episode file is missing or malformed.
+        ValueError: no labelled episode of the split in the files.
+    """
+    skipped = Counter() if skipped is None else skipped
+    episodes = [(t, task) for t, task in labelled_episodes(config.episodes, skipped)
+                if config.split == "all" or t.metadata.get("split") == config.split]
+    if not episodes:
+        which = {"heldout": "held-out families", "train": "train families", "all": "any task family"}[config.split]
+        why = "; ".join(f"{n} left out: {reason}" for reason, n in skipped.items()) or "none was left out"
+        raise ValueError(f"no labelled episode of {which} in {', '.join(map(str, config.episodes))} ({why})")
+    if config.max_episodes and config.max_episodes < len(episodes):
+        n = config.max_episodes
+        episodes = [episodes[i * len(episodes) // n] for i in range(n)]
+    return episodes
+
+
 def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> RewardEvalResult:
     """Judge every labelled episode of the split with every source; write the tables.
 
@@ -299,15 +322,7 @@ def reward_eval(config: RewardEvalConfig, *, show_progress: bool = True) -> Rewa
     """
     t0 = time.monotonic()
     skipped: Counter[str] = Counter()
-    episodes = [(t, task) for t, task in labelled_episodes(config.episodes, skipped)
-                if config.split == "all" or t.metadata.get("split") == config.split]
-    if not episodes:
-        which = {"heldout": "held-out families", "train": "train families", "all": "any task family"}[config.split]
-        why = "; ".join(f"{n} left out: {reason}" for reason, n in skipped.items()) or "none was left out"
-        raise ValueError(f"no labelled episode of {which} in {', '.join(map(str, config.episodes))} ({why})")
-    if config.max_episodes and config.max_episodes < len(episodes):
-        n = config.max_episodes
-        episodes = [episodes[i * len(episodes) // n] for i in range(n)]
+    episodes = judged_episodes(config, skipped)
     for source in config.sources():  # a model that cannot load fails the run here, not each verdict
         source.world_model.load(), source.reward_model().load()
     config.out.mkdir(parents=True, exist_ok=True)

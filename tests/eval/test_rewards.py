@@ -12,7 +12,7 @@ from servers import chat_stub
 from typer.testing import CliRunner
 
 from lwm.cli import app
-from lwm.eval.rewards import RewardEvalConfig, agreement, ranking, reward_eval
+from lwm.eval.rewards import RewardEvalConfig, agreement, judged_episodes, ranking, reward_eval
 from lwm.models import load_model
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.models.openai_compat import OpenAIChatModel
@@ -147,6 +147,17 @@ def test_reward_eval_measures_each_source_per_domain_and_kind_and_resumes(tmp_pa
     assert both.summary["episodes"] == 4 and len(records) == 4
     assert records[f"verdict:{eps[0].id}#2"] == pytest.approx(records[f"verdict:{eps[1].id}"], abs=1e-3)
     assert records[f"verdict:{eps[0].id}#2"] != records[f"verdict:{eps[0].id}"]
+
+
+def test_the_judged_episodes_are_the_splits_evenly_spaced(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    eps = [_episode(i, float(i % 2), KEYS, "") for i in range(10)]
+    path.write_text("".join(e.model_dump_json() + "\n" for e in eps))
+    picked = judged_episodes(RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="all", max_episodes=4))
+    assert [t.metadata["episode"] for t, _ in picked] == [eps[i].metadata["episode"] for i in (0, 2, 5, 7)]
+    assert len(judged_episodes(RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="all"))) == 10
+    with pytest.raises(ValueError, match="no labelled episode of held-out families"):   # create-file trains
+        judged_episodes(RewardEvalConfig(episodes=(path,), out=tmp_path / "r", split="heldout"))
 
 
 def test_reward_eval_refuses_bad_input(tmp_path):
