@@ -21,10 +21,17 @@ from lwm.eval.rewards import RewardEvalConfig, agreement, judged_episodes, uniqu
 from lwm.jsonl import iter_jsonl, read_json
 
 
+def _threshold(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:   # also refuses nan
+        raise argparse.ArgumentTypeError(f"a threshold is a probability in [0, 1], got {text}")
+    return value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="an lwm agent rewards --out directory")
-    ap.add_argument("--thresholds", nargs="+", type=float, default=[0.5, 0.6, 0.7, 0.8, 0.9])
+    ap.add_argument("--thresholds", nargs="+", type=_threshold, default=[0.5, 0.6, 0.7, 0.8, 0.9])
     args = ap.parse_args()
     try:
         settings = read_json(args.run / "settings.json")
@@ -34,6 +41,8 @@ def main() -> None:
         rewards = {row["id"]: row["reward"] for _, row in iter_jsonl(args.run / "verdicts.partial.jsonl")}
     except (LwmError, ValueError, KeyError) as e:
         raise SystemExit(f"error: {args.run} is not a readable lwm agent rewards run: {e}") from None
+    if not rewards:
+        raise SystemExit(f"error: {args.run} holds no verdict yet (its verdicts.partial.jsonl is empty)")
     ids = unique_ids([t.id for t, _ in episodes])   # the journal's keys, as the run made them
     real = [t.reward for t, _ in episodes]
     for source in sorted({key.split(":", 1)[0] for key in rewards}):
