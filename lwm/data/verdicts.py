@@ -111,14 +111,14 @@ class VerdictDataConfig:
             ``--from`` is repeated (1: once, like the others). The simulator's own episodes,
             labelled by replaying them for real, are few beside the attempts played here,
             and the reward model is used on such episodes: repeating them weighs them more.
-            Needs ``from_runs``.
+            Needs ``from_runs`` (``--from``).
         order: order of ``train.jsonl``: ``shuffled``; ``by-task``, a
             task's success and failures side by side (the same values, one changed, another
             task's, a step left out), so that one optimizer step compares them when the
             trainer keeps the file's order (``lwm train sft --order file``); or
             ``traces-first``, ``by-task`` with the tasks holding an episode given with
-            ``--from`` first (a training run shorter than an epoch then sees all of them).
-            Needs ``from_runs``.
+            ``--from`` first (a training run shorter than an epoch then sees all of them);
+            it needs ``from_runs`` (``--from``).
         workers: tasks played at once (each in its own sandbox).
     """
 
