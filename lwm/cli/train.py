@@ -172,6 +172,7 @@ def rft(
     world_model: str = option(RFTConfig, "world_model", "--model"),
     reward: str = option(RFTConfig, "reward"),
     threshold: float = option(RFTConfig, "threshold"),
+    well_formed_only: bool = option(RFTConfig, "well_formed_only", "--well-formed-only/--any-answer"),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr", min=0.0),
     lora_r: int = option(RFTConfig, "lora_r", min=1),
@@ -184,7 +185,8 @@ def rft(
 
     config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
                   policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
-                  reward=reward, threshold=threshold, max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
+                  reward=reward, threshold=threshold, well_formed_only=well_formed_only, max_steps=max_steps, lr=lr,
+                  lora_r=lora_r, seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary
     note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples), {s['real_steps']} real "

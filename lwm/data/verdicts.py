@@ -138,7 +138,8 @@ class VerdictDataConfig:
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         self.domains = tuple(self.domains) or task_domains()
-        self.from_runs = tuple(Path(p) for p in self.from_runs)
+        # a file given twice is read once: its episodes would otherwise count twice
+        self.from_runs = tuple({Path(p).resolve(): Path(p) for p in self.from_runs}.values())
         known = set(task_domains())
         if unknown := [d for d in self.domains if d not in known]:
             raise ValueError(f"no task families for {', '.join(unknown)}; domains with families: "
@@ -351,7 +352,7 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
     families in <domain>``, ``unknown family <domain>/<family>``).
 
     Raises:
-        DataNotFoundError: no such file.
+        DataNotFoundError: no such file, or an empty one.
         RowFormatError: a line that is not a trajectory (file and line named).
     """
     out = []
@@ -359,7 +360,10 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
         if not path.is_file():
             raise DataNotFoundError(f"{path} is a directory, not an episode file" if path.is_dir() else
                                     f"no episode file {path}")
-        for traj in read_trajectories(path):
+        trajectories = list(read_trajectories(path))
+        if not trajectories:
+            raise DataNotFoundError(f"{path} holds no episode (an empty file)")
+        for traj in trajectories:
             label = real_label(traj)
             family = traj.metadata.get("family")
             reason = ("no real verdict" if label is None else
@@ -486,8 +490,12 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     """
     t0 = time.monotonic()
     skipped: Counter[str] = Counter()
-    traces = [t.model_copy(update={"id": t.id + _TRACE_SUFFIX})
-              for t, _ in labelled_episodes(config.from_runs, skipped)]
+    traces = []
+    for t, _ in labelled_episodes(config.from_runs, skipped):
+        if t.domain in config.domains:
+            traces.append(t.model_copy(update={"id": t.id + _TRACE_SUFFIX}))
+        else:
+            skipped[f"domain {t.domain} not chosen (--domain)"] += 1
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(config.out / "settings.json", config.settings())
     items = _jobs(config)

@@ -41,7 +41,7 @@ from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.prediction import sim_request
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import EnvFactory, backend_spec
-from lwm.sim.policy import PolicySpec, agent_messages
+from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
 
 #: Where attempts are played: the simulator (with its reward), or the real environment (the reference).
@@ -70,6 +70,10 @@ class RFTConfig:
         reward: the reward source of ``sim``: ``verdict``, ``probe``, ``judge`` or ``auto`` (the
             probe for tasks with a verifier, else the trained verdict; :class:`~lwm.sim.env.SimEnv`).
         threshold: an attempt is accepted when its reward is at least this, in (0, 1].
+        well_formed_only: accept an attempt only when each of its answers was one well-formed
+            action and nothing else (:func:`~lwm.sim.policy.well_formed_answer`): a reward model
+            can pay prose the simulator silently ran (``docs/results.md``, stage 2), and the
+            policy must not learn to write it.
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.
@@ -88,6 +92,7 @@ class RFTConfig:
     world_model: str = WORLD_MODEL
     reward: str = "auto"
     threshold: float = 0.5
+    well_formed_only: bool = True
     max_steps: int = 30
     lr: float = 1e-4
     lora_r: int = 16
@@ -145,12 +150,26 @@ def _factory(config: RFTConfig, domain: str) -> EnvFactory:
                                **sim_request("sim", None, None)})
 
 
-def accepted_examples(attempts: list[Trajectory], threshold: float) -> list[dict[str, Any]]:
-    """The SFT rows of the accepted attempts (reward ≥ ``threshold``): for every turn, the
+def well_formed_attempt(traj: Trajectory) -> bool:
+    """Whether each answer of an attempt that became an action was one well-formed action and
+    nothing else (:func:`~lwm.sim.policy.well_formed_answer`)."""
+    spec = domains.get(traj.domain)
+    return all(well_formed_answer(spec, a) for a in traj.metadata.get("agent_answers", [])[:len(traj.turns)])
+
+
+def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = True) -> bool:
+    """Whether an attempt is learned from: its reward is known and at least ``threshold``, and
+    (``well_formed_only``) its answers are well formed (:func:`well_formed_attempt`)."""
+    return (traj.reward or 0.0) >= threshold and (not well_formed_only or well_formed_attempt(traj))
+
+
+def accepted_examples(attempts: list[Trajectory], threshold: float,
+                      well_formed_only: bool = True) -> list[dict[str, Any]]:
+    """The SFT rows of the accepted attempts (:func:`is_accepted`): for every turn, the
     agent's prompt as evaluation builds it and the answer it wrote (TRL prompt-completion)."""
     rows = []
     for traj in attempts:
-        if (traj.reward or 0.0) < threshold:
+        if not is_accepted(traj, threshold, well_formed_only):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
         said = list(traj.metadata.get("agent_answers", []))
@@ -201,11 +220,14 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     attempts = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in items])]
     write_trajectories(config.out / "attempts.jsonl", attempts)
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
-    rows = accepted_examples(attempts, config.threshold)
-    accepted = [t for t in attempts if (t.reward or 0.0) >= config.threshold]
+    rows = accepted_examples(attempts, config.threshold, config.well_formed_only)
+    accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
+    paid = [t for t in attempts if (t.reward or 0.0) >= config.threshold]
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts), "failed_attempts": report.failures,
         "accepted": len(accepted), "examples": len(rows),
+        # paid by the reward but refused: an answer was prose, or not one action (well_formed_only)
+        "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
         "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
         # sim: one real reset per task for its initial observation; real: every step and check
@@ -215,7 +237,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         "sampling_seconds": round(report.seconds, 1)}
     write_atomic(config.out / "rft.json", json.dumps(summary, indent=1) + "\n")
     if not rows:
-        raise ValueError(f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}): nothing to "
+        raise ValueError(f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}"
+                         f"{', answers well formed' if config.well_formed_only else ''}): nothing to "
                          f"fine-tune on (counts in {config.out / 'rft.json'})")
     write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows))
     finished = previous.get("adapter_gguf")

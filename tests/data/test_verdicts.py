@@ -23,7 +23,7 @@ from lwm.data.verdicts import (
     task_of,
 )
 from lwm.domains.tasks import families
-from lwm.errors import RowFormatError
+from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.verdict import ACHIEVED, NOT_ACHIEVED
 
@@ -193,6 +193,19 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
             for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
     assert sorted(r["label"] for r in rows) == [0, 0, 0, 1, 1, 1] and {r["kind"] for r in rows} == {"x"}
     assert all(r["id"].endswith("/trace") for r in rows)
+    # the same file twice is read once; an episode of a domain not chosen is left out and said
+    other = tmp_path / "terminal.jsonl"
+    other.write_text(_traj(1, domain="terminal", family="create-file", real_reward=1.0).model_dump_json() + "\n")
+    twice = build_verdict_data(VerdictDataConfig(out=tmp_path / "v2", domains=("db",), tasks=0, heldout_tasks=0,
+                                                 from_runs=(runs, tmp_path / "." / runs.name, other)),
+                               show_progress=False)
+    assert twice.summary["traces"] == 6 and twice.summary["from_runs"] == [str(runs), str(other)]
+    assert twice.summary["traces_skipped"] == {"domain terminal not chosen (--domain)": 1}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(DataNotFoundError, match="empty.jsonl holds no episode"):
+        build_verdict_data(VerdictDataConfig(out=tmp_path / "v3", domains=("db",), tasks=0, heldout_tasks=0,
+                                             from_runs=(empty,)), show_progress=False)
     weighted = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
                                                     from_runs=(runs,), trace_weight=3), show_progress=False)
     train = [json.loads(line) for line in (tmp_path / "v" / "train.jsonl").read_text().splitlines()]

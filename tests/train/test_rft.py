@@ -19,7 +19,7 @@ from lwm.errors import DataNotFoundError
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.sim.policy import agent_messages
 from lwm.train.curriculum import choose, family_table, write_curriculum
-from lwm.train.rft import RFTConfig, accepted_examples, train_rft
+from lwm.train.rft import RFTConfig, accepted_examples, is_accepted, train_rft, well_formed_attempt
 
 
 def _rate(successes, n):
@@ -78,6 +78,23 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
 
 
+def test_prose_the_reward_model_paid_is_refused_unless_any_answer_is_asked():
+    task, _ = families("terminal")[1].generate(0)
+    prov = Provenance(kind="simulated")
+    prose = "Here is how you would create the file: first open an editor."
+    turns = [Turn(index=1, action=keys(prose + "\n"), observation="root@sandbox:/app#", provenance=prov),
+             Turn(index=2, action=keys("echo x > y\n"), observation="root@sandbox:/app#", provenance=prov)]
+    paid = Trajectory(id="terminal/t/s0", domain="terminal", task=task.instruction, system_prompt="",
+                      initial_observation="root@sandbox:/app#", turns=turns, reward=0.95,
+                      metadata={"task_spec": task.to_dict(), "agent_answers": [prose, "echo x > y"]})
+    clean = paid.model_copy(update={"id": "terminal/t/s1", "metadata": {
+        **paid.metadata, "agent_answers": ["ls", "echo x > y", "DONE"]}})   # DONE ended it: not a turn
+    assert not well_formed_attempt(paid) and well_formed_attempt(clean)
+    assert not is_accepted(paid, 0.5) and is_accepted(paid, 0.5, well_formed_only=False)
+    assert [r["id"] for r in accepted_examples([paid, clean], 0.5)] == ["terminal/t/s1/turn1", "terminal/t/s1/turn2"]
+    assert len(accepted_examples([paid, clean], 0.5, well_formed_only=False)) == 4
+
+
 def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of sim, real.")):
@@ -98,8 +115,9 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path):
     never = Task(name="never", family="never", instruction="Show the files in /app.",
                  check=Check("echo no", "yes", "equals"))
     write_task_file(tmp_path / "tasks.jsonl", [("terminal", always, ()), ("terminal", never, ())])
+    # every answer counts here (the sampled ones may be prose): the verifier alone decides
     config = RFTConfig(out=tmp_path / "rft", tasks_file=tmp_path / "tasks.jsonl", samples=2, backend="real",
-                       max_steps=1, temperature=1.0)
+                       max_steps=1, temperature=1.0, well_formed_only=False)
     res = train_rft(config, show_progress=False)
     s = res.summary
     assert s["attempts"] == 4 and s["accepted"] == 2 and s["accepted_by_family"] == {"terminal/always": 2}

@@ -1,0 +1,68 @@
+"""What rejection sampling inside the simulator kept, against the real environment: the
+attempts of an ``lwm train rft --backend sim`` run, their actions replayed for real by ``lwm
+wm2real`` (docs/results.md, rejection-sampling fine-tuning inside the simulator).
+
+    lwm wm2real RFT_DIR/attempts.jsonl --out REPLAY_DIR
+    python bench/rft_acceptance.py RFT_DIR REPLAY_DIR [--threshold 0.5]
+
+Per domain and in all: attempts, real successes of their actions, and for two acceptance
+rules — the reward alone (``--any-answer``) and the reward with every answer well formed (the
+default, :func:`lwm.train.rft.is_accepted`) — how many were accepted, the precision (accepted
+attempts that succeed for real, ×100) and the recall (real successes accepted, ×100). Then
+the real successes per family.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+from lwm.errors import LwmError
+from lwm.eval.rewards import agreement
+from lwm.jsonl import iter_jsonl
+from lwm.schema import read_trajectories
+from lwm.train.rft import is_accepted
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rft", type=Path, help="an lwm train rft --backend sim --out directory")
+    ap.add_argument("replay", type=Path, help="the lwm wm2real --out directory of its attempts.jsonl")
+    ap.add_argument("--threshold", type=float, default=0.5)
+    args = ap.parse_args()
+    try:
+        attempts = list(read_trajectories(args.rft / "attempts.jsonl"))
+        real = {r["id"]: r.get("real_reward") for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
+    except (LwmError, OSError) as e:
+        raise SystemExit(f"error: cannot read the run or its replay: {e}") from None
+    attempts = [t for t in attempts if real.get(t.id) is not None]   # replayed, with a real verdict
+    if not attempts:
+        raise SystemExit(f"error: no attempt of {args.rft} has a real verdict in {args.replay}")
+    groups: dict[str, list] = defaultdict(list)
+    for t in attempts:
+        groups[t.domain].append(t)
+    groups["all"] = attempts
+    print("| domain | attempts | real successes | accepted, reward alone | precision | recall "
+          "| accepted, well formed | precision | recall |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, group in groups.items():
+        truth = [real[t.id] for t in group]
+        cells = [name, str(len(group)), str(sum(r >= 0.5 for r in truth))]
+        for gated in (False, True):
+            a = agreement(truth, [float(is_accepted(t, args.threshold, gated)) for t in group])
+            cells += [str(a["judged_successes"]), _pct(a["precision"]),
+                      _pct(None if a["missed_success_rate"] is None else 1 - a["missed_success_rate"])]
+        print("| " + " | ".join(cells) + " |")
+    families: dict[str, list[float]] = defaultdict(list)
+    for t in attempts:
+        families[f"{t.domain}/{t.metadata.get('family')}"].append(real[t.id])
+    print("\nreal successes per family: " + ", ".join(
+        f"{f} {sum(r >= 0.5 for r in v)}/{len(v)}" for f, v in sorted(families.items())))
+
+
+if __name__ == "__main__":
+    main()
