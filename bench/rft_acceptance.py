@@ -3,26 +3,33 @@ attempts of an ``lwm train rft --backend sim`` run, their actions replayed for r
 wm2real`` (docs/results.md, rejection-sampling fine-tuning inside the simulator).
 
     lwm wm2real RFT_DIR/attempts.jsonl --out REPLAY_DIR
-    python bench/rft_acceptance.py RFT_DIR REPLAY_DIR [--threshold 0.5]
+    python bench/rft_acceptance.py RFT_DIR REPLAY_DIR [--threshold T]
 
 Per domain and in all: attempts, real successes of their actions, and for two acceptance
 rules — the reward alone (``--any-answer``) and the reward with every answer well formed (the
 default, :func:`lwm.train.rft.is_accepted`) — how many were accepted, the precision (accepted
 attempts that succeed for real, ×100) and the recall (real successes accepted, ×100). Then
-the real successes per family.
+the real successes per family, and per domain the attempts whose first action's real
+observation shows an error (:data:`ERROR`), and how many of those the simulator showed one
+for (first actions only: a terminal screen keeps an error on screen at later steps).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections import defaultdict
 from pathlib import Path
 
 from lwm.errors import LwmError
 from lwm.eval.rewards import agreement
-from lwm.jsonl import iter_jsonl
+from lwm.jsonl import iter_jsonl, read_json
 from lwm.schema import read_trajectories
 from lwm.train.rft import is_accepted
+
+#: What an error looks like in the observations of terminal, db and code (bash, sqlite3's
+#: shell, the Python cell runner): read on this run's observations, not a general rule.
+ERROR = re.compile(r"command not found|No such file|syntax error|Parse error|\[error\]|Error\b|unexpected")
 
 
 def _pct(x: float | None) -> str:
@@ -33,12 +40,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rft", type=Path, help="an lwm train rft --backend sim --out directory")
     ap.add_argument("replay", type=Path, help="the lwm wm2real --out directory of its attempts.jsonl")
-    ap.add_argument("--threshold", type=float, default=0.5)
+    ap.add_argument("--threshold", type=float, help="the reward an attempt needs (default: the run's own)")
     args = ap.parse_args()
     try:
         attempts = list(read_trajectories(args.rft / "attempts.jsonl"))
-        real = {r["id"]: r.get("real_reward") for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
-    except (LwmError, OSError) as e:
+        replays = {r["id"]: r for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
+        real = {i: r.get("real_reward") for i, r in replays.items()}
+        threshold = args.threshold or read_json(args.rft / "rft.json")["settings"]["threshold"]
+    except (LwmError, OSError, KeyError) as e:
         raise SystemExit(f"error: cannot read the run or its replay: {e}") from None
     attempts = [t for t in attempts if real.get(t.id) is not None]   # replayed, with a real verdict
     if not attempts:
@@ -53,7 +62,7 @@ def main() -> None:
         truth = [real[t.id] for t in group]
         cells = [name, str(len(group)), str(sum(r >= 0.5 for r in truth))]
         for gated in (False, True):
-            a = agreement(truth, [float(is_accepted(t, args.threshold, gated)) for t in group])
+            a = agreement(truth, [float(is_accepted(t, threshold, gated)) for t in group])
             cells += [str(a["judged_successes"]), _pct(a["precision"]),
                       _pct(None if a["missed_success_rate"] is None else 1 - a["missed_success_rate"])]
         print("| " + " | ".join(cells) + " |")
@@ -62,6 +71,12 @@ def main() -> None:
         families[f"{t.domain}/{t.metadata.get('family')}"].append(real[t.id])
     print("\nreal successes per family: " + ", ".join(
         f"{f} {sum(r >= 0.5 for r in v)}/{len(v)}" for f, v in sorted(families.items())))
+    print("\n| domain | first actions replayed | real error shown | the simulator showed one too |\n"
+          "|---|---:|---:|---:|")
+    for name, group in groups.items():
+        pairs = [(ERROR.search(replays[t.id]["steps"][0]["real_observation"]), ERROR.search(t.turns[0].observation))
+                 for t in group if t.turns and replays[t.id]["steps"]]
+        print(f"| {name} | {len(pairs)} | {sum(bool(r) for r, _ in pairs)} | {sum(bool(r and s) for r, s in pairs)} |")
 
 
 if __name__ == "__main__":

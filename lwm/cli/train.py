@@ -189,8 +189,9 @@ def rft(
                   lora_r=lora_r, seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary
-    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples), {s['real_steps']} real "
-         f"steps; {s['sft_steps']} SFT steps; wrote {res.adapter_gguf or s['export_error']} "
+    refused = f", {s['refused_ill_formed']} more paid but ill formed" if s.get("refused_ill_formed") else ""
+    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples{refused}), "
+         f"{s['real_steps']} real steps; {s['sft_steps']} SFT steps; wrote {res.adapter_gguf or s['export_error']} "
          f"(lwm agent eval --policy {out})")
 
 

@@ -106,7 +106,9 @@ class VerdictDataConfig:
             kinds run out: training is spent on failures that look like successes.
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
-            real run, ``metadata.real_reward`` of a replayed simulated one).
+            real run, ``metadata.real_reward`` of a replayed simulated one) and a domain among
+            ``domains``; the others are counted, by reason, in the summary. A file given twice
+            is read once.
         trace_weight: how many times each training example of an episode given with
             ``--from`` is repeated (1: once, like the others). The simulator's own episodes,
             labelled by replaying them for real, are few beside the attempts played here,
@@ -138,8 +140,11 @@ class VerdictDataConfig:
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         self.domains = tuple(self.domains) or task_domains()
-        # a file given twice is read once: its episodes would otherwise count twice
-        self.from_runs = tuple({Path(p).resolve(): Path(p) for p in self.from_runs}.values())
+        # a file given twice (however spelled) is read once, as first given: its episodes would count twice
+        first: dict[Path, Path] = {}
+        for p in map(Path, self.from_runs):
+            first.setdefault(p.resolve(), p)
+        self.from_runs = tuple(first.values())
         known = set(task_domains())
         if unknown := [d for d in self.domains if d not in known]:
             raise ValueError(f"no task families for {', '.join(unknown)}; domains with families: "
@@ -362,7 +367,7 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
                                     f"no episode file {path}")
         trajectories = list(read_trajectories(path))
         if not trajectories:
-            raise DataNotFoundError(f"{path} holds no episode (an empty file)")
+            raise DataNotFoundError(f"{path} holds no episode")
         for traj in trajectories:
             label = real_label(traj)
             family = traj.metadata.get("family")
@@ -485,7 +490,7 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
 
     Raises:
         RunMismatchError: ``out`` holds a run with other settings.
-        DataNotFoundError, RowFormatError: a ``from_runs`` file is missing or malformed.
+        DataNotFoundError, RowFormatError: a ``from_runs`` file is missing, empty or malformed.
         RunBusyError: another run writes ``out`` now.
     """
     t0 = time.monotonic()

@@ -19,7 +19,8 @@ Output directory (resumable: re-run with the same one)::
     data/train.jsonl         the accepted answers as prompt-completion rows
     adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
     lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
-    rft.json                 counts: attempts, accepted per domain and family, real steps, times
+    rft.json                 counts: attempts, accepted per domain and family, paid by the reward but
+                             refused as ill formed, real and simulated steps, times
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class RFTConfig:
         world_model: the world model of ``sim``.
         reward: the reward source of ``sim``: ``verdict``, ``probe``, ``judge`` or ``auto`` (the
             probe for tasks with a verifier, else the trained verdict; :class:`~lwm.sim.env.SimEnv`).
-        threshold: an attempt is accepted when its reward is at least this, in (0, 1].
+        threshold: an attempt is accepted when its reward is at least this, in (0, 1] (and,
+            with ``well_formed_only``, its answers are well formed).
         well_formed_only: accept an attempt only when each of its answers was one well-formed
             action and nothing else (:func:`~lwm.sim.policy.well_formed_answer`): a reward model
             can pay prose the simulator silently ran (``docs/results.md``, stage 2), and the
@@ -150,17 +152,19 @@ def _factory(config: RFTConfig, domain: str) -> EnvFactory:
                                **sim_request("sim", None, None)})
 
 
-def well_formed_attempt(traj: Trajectory) -> bool:
-    """Whether each answer of an attempt that became an action was one well-formed action and
-    nothing else (:func:`~lwm.sim.policy.well_formed_answer`)."""
+def answers_well_formed(traj: Trajectory) -> bool:
+    """Whether each of an attempt's actions was written as one well-formed action and nothing
+    else (:func:`~lwm.sim.policy.well_formed_answer`): its first ``len(turns)`` answers; the
+    answer that ended it (``DONE``, or nothing but reasoning) is not an action and not checked."""
     spec = domains.get(traj.domain)
     return all(well_formed_answer(spec, a) for a in traj.metadata.get("agent_answers", [])[:len(traj.turns)])
 
 
 def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = True) -> bool:
     """Whether an attempt is learned from: its reward is known and at least ``threshold``, and
-    (``well_formed_only``) its answers are well formed (:func:`well_formed_attempt`)."""
-    return (traj.reward or 0.0) >= threshold and (not well_formed_only or well_formed_attempt(traj))
+    (``well_formed_only``) its answers are well formed (:func:`answers_well_formed`)."""
+    return traj.reward is not None and traj.reward >= threshold and (
+        not well_formed_only or answers_well_formed(traj))
 
 
 def accepted_examples(attempts: list[Trajectory], threshold: float,
@@ -206,7 +210,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     t0 = time.monotonic()
     tasks = _tasks(config)
     config.out.mkdir(parents=True, exist_ok=True)
-    check_run_settings(config.out / "rft_settings.json", config.settings())
+    # runs recorded before the well-formed rule learned from every answer the reward paid
+    check_run_settings(config.out / "rft_settings.json", config.settings(), defaults={"well_formed_only": False})
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
     items = []
     for domain, task in tasks:
@@ -220,9 +225,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     attempts = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in items])]
     write_trajectories(config.out / "attempts.jsonl", attempts)
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
-    rows = accepted_examples(attempts, config.threshold, config.well_formed_only)
     accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
-    paid = [t for t in attempts if (t.reward or 0.0) >= config.threshold]
+    rows = accepted_examples(accepted, config.threshold, config.well_formed_only)
+    paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts), "failed_attempts": report.failures,
         "accepted": len(accepted), "examples": len(rows),

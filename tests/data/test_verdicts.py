@@ -195,15 +195,16 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
     assert all(r["id"].endswith("/trace") for r in rows)
     # the same file twice is read once; an episode of a domain not chosen is left out and said
     other = tmp_path / "terminal.jsonl"
-    other.write_text(_traj(1, domain="terminal", family="create-file", real_reward=1.0).model_dump_json() + "\n")
+    other.write_text(_traj(1, domain="terminal", family="create-file").model_dump_json() + "\n")
+    (tmp_path / "sub").mkdir()
     twice = build_verdict_data(VerdictDataConfig(out=tmp_path / "v2", domains=("db",), tasks=0, heldout_tasks=0,
-                                                 from_runs=(runs, tmp_path / "." / runs.name, other)),
+                                                 from_runs=(runs, tmp_path / "sub" / ".." / runs.name, other)),
                                show_progress=False)
     assert twice.summary["traces"] == 6 and twice.summary["from_runs"] == [str(runs), str(other)]
     assert twice.summary["traces_skipped"] == {"domain terminal not chosen (--domain)": 1}
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    with pytest.raises(DataNotFoundError, match="empty.jsonl holds no episode"):
+    with pytest.raises(DataNotFoundError, match="empty.jsonl holds no episode$"):
         build_verdict_data(VerdictDataConfig(out=tmp_path / "v3", domains=("db",), tasks=0, heldout_tasks=0,
                                              from_runs=(empty,)), show_progress=False)
     weighted = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,

@@ -19,7 +19,7 @@ from lwm.errors import DataNotFoundError
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.sim.policy import agent_messages
 from lwm.train.curriculum import choose, family_table, write_curriculum
-from lwm.train.rft import RFTConfig, accepted_examples, is_accepted, train_rft, well_formed_attempt
+from lwm.train.rft import RFTConfig, accepted_examples, answers_well_formed, is_accepted, train_rft
 
 
 def _rate(successes, n):
@@ -88,8 +88,8 @@ def test_prose_the_reward_model_paid_is_refused_unless_any_answer_is_asked():
                       initial_observation="root@sandbox:/app#", turns=turns, reward=0.95,
                       metadata={"task_spec": task.to_dict(), "agent_answers": [prose, "echo x > y"]})
     clean = paid.model_copy(update={"id": "terminal/t/s1", "metadata": {
-        **paid.metadata, "agent_answers": ["ls", "echo x > y", "DONE"]}})   # DONE ended it: not a turn
-    assert not well_formed_attempt(paid) and well_formed_attempt(clean)
+        **paid.metadata, "agent_answers": ["ls", "echo x > y", ""]}})   # the empty answer ended it: not a turn
+    assert not answers_well_formed(paid) and answers_well_formed(clean)
     assert not is_accepted(paid, 0.5) and is_accepted(paid, 0.5, well_formed_only=False)
     assert [r["id"] for r in accepted_examples([paid, clean], 0.5)] == ["terminal/t/s1/turn1", "terminal/t/s1/turn2"]
     assert len(accepted_examples([paid, clean], 0.5, well_formed_only=False)) == 4
