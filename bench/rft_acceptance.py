@@ -46,7 +46,8 @@ def main() -> None:
         attempts = list(read_trajectories(args.rft / "attempts.jsonl"))
         replays = {r["id"]: r for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
         real = {i: r.get("real_reward") for i, r in replays.items()}
-        threshold = args.threshold or read_json(args.rft / "rft.json")["settings"]["threshold"]
+        threshold = (args.threshold if args.threshold is not None
+                     else read_json(args.rft / "rft.json")["settings"]["threshold"])
     except (LwmError, OSError, KeyError) as e:
         raise SystemExit(f"error: cannot read the run or its replay: {e}") from None
     attempts = [t for t in attempts if real.get(t.id) is not None]   # replayed, with a real verdict
