@@ -17,6 +17,7 @@ for (first actions only: a terminal screen keeps an error on screen at later ste
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -46,6 +47,9 @@ def main() -> None:
         attempts = list(read_trajectories(args.rft / "attempts.jsonl"))
         replays = {r["id"]: r for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
         real = {i: r.get("real_reward") for i, r in replays.items()}
+        replayed = read_json(args.replay / "wm2real_run.json")["trajectories"]   # its sha256
+        if replayed != hashlib.sha256((args.rft / "attempts.jsonl").read_bytes()).hexdigest():
+            raise SystemExit(f"error: {args.replay} replayed another file than {args.rft / 'attempts.jsonl'}")
         threshold = (args.threshold if args.threshold is not None
                      else read_json(args.rft / "rft.json")["settings"]["threshold"])
     except (LwmError, OSError, KeyError) as e:
