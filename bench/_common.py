@@ -1,9 +1,11 @@
-"""Shared helpers of the bench scripts: start servers, wait for them, machine facts."""
+"""Shared helpers of the bench scripts: start servers, wait for them, machine facts, what an
+error looks like in an observation."""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +17,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: What an error looks like in the observations of terminal, db and code (bash, sqlite3's
+#: shell, the Python cell runner): read on this project's real observations, not a general rule.
+ERROR = re.compile(r"command not found|No such file|syntax error|Parse error|\[error\]|Error\b|unexpected")
 
 
 def free_port() -> int:

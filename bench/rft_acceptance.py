@@ -10,7 +10,7 @@ rules — the reward alone (``--any-answer``) and the reward with every answer w
 default, :func:`lwm.train.rft.is_accepted`) — how many were accepted, the precision (accepted
 attempts that succeed for real, ×100) and the recall (real successes accepted, ×100). Then
 the real successes per family, and per domain the attempts whose first action's real
-observation shows an error (:data:`ERROR`), and how many of those the simulator showed one
+observation shows an error (``_common.ERROR``), and how many of those the simulator showed one
 for (first actions only: a terminal screen keeps an error on screen at later steps).
 """
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 from collections import defaultdict
 from pathlib import Path
+
+from _common import ERROR
 
 from lwm.errors import LwmError
 from lwm.eval.rewards import agreement
@@ -28,9 +29,19 @@ from lwm.jsonl import iter_jsonl, read_json
 from lwm.schema import read_trajectories
 from lwm.train.rft import is_accepted
 
-#: What an error looks like in the observations of terminal, db and code (bash, sqlite3's
-#: shell, the Python cell runner): read on this run's observations, not a general rule.
-ERROR = re.compile(r"command not found|No such file|syntax error|Parse error|\[error\]|Error\b|unexpected")
+
+def _replay_problem(record: dict) -> str | None:
+    """What is wrong with a line of ``wm2real.jsonl``, or ``None``."""
+    reward, steps = record.get("real_reward"), record.get("steps")
+    if not isinstance(record.get("id"), str):
+        return "no episode id"
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
+                               or not 0 <= reward <= 1):
+        return f"real_reward must be a number in [0, 1] or null, not {reward!r}"
+    if not isinstance(steps, list) or not all(isinstance(s, dict) and isinstance(s.get("real_observation"), str)
+                                              for s in steps):
+        return "steps must be a list of replayed steps, each with its real_observation"
+    return None
 
 
 def _pct(x: float | None) -> str:
@@ -45,18 +56,30 @@ def main() -> None:
     args = ap.parse_args()
     try:
         attempts = list(read_trajectories(args.rft / "attempts.jsonl"))
-        replays = {r["id"]: r for _, r in iter_jsonl(args.replay / "wm2real.jsonl")}
+        replays = {}
+        for line, r in iter_jsonl(args.replay / "wm2real.jsonl"):
+            if problem := _replay_problem(r):
+                raise SystemExit(f"error: {args.replay / 'wm2real.jsonl'}:{line}: {problem}")
+            replays[r["id"]] = r
         real = {i: r.get("real_reward") for i, r in replays.items()}
         replayed = read_json(args.replay / "wm2real_run.json")["trajectories"]   # its sha256
         if replayed != hashlib.sha256((args.rft / "attempts.jsonl").read_bytes()).hexdigest():
             raise SystemExit(f"error: {args.replay} replayed another file than {args.rft / 'attempts.jsonl'}")
         threshold = (args.threshold if args.threshold is not None
                      else read_json(args.rft / "rft.json")["settings"]["threshold"])
-    except (LwmError, OSError, KeyError) as e:
+    except KeyError as e:
+        raise SystemExit(f"error: {args.rft / 'rft.json'} or {args.replay / 'wm2real_run.json'} lacks {e} "
+                         "(written by lwm train rft and lwm wm2real?)") from None
+    except (LwmError, OSError) as e:
         raise SystemExit(f"error: cannot read the run or its replay: {e}") from None
+    if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):  # NaN fails too
+        raise SystemExit(f"error: the threshold must be in (0, 1] as lwm train rft takes it, not {threshold!r}")
+    unreplayed = sum(1 for t in attempts if real.get(t.id) is None)
     attempts = [t for t in attempts if real.get(t.id) is not None]   # replayed, with a real verdict
     if not attempts:
         raise SystemExit(f"error: no attempt of {args.rft} has a real verdict in {args.replay}")
+    if unreplayed:
+        print(f"({unreplayed} attempts without a real verdict in {args.replay} are left out)\n")
     groups: dict[str, list] = defaultdict(list)
     for t in attempts:
         groups[t.domain].append(t)

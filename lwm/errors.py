@@ -118,6 +118,11 @@ class DataNotFoundError(LwmError, FileNotFoundError):
     """Expected input files are missing."""
 
 
+class JobsFailedError(LwmError, RuntimeError):
+    """Items of a resumable run failed, so what comes after them (training on their results)
+    was not done; running the same command again retries them."""
+
+
 class RunBusyError(LwmError, RuntimeError):
     """Another run is writing the same run directory now (its journal's lock is held).
 

@@ -61,25 +61,6 @@ def request_format(model: object, prediction: str | None = None, compact_tools: 
     return check_prediction(prediction), compact_tools
 
 
-def sim_request(backend: str, prediction: str | None = None, compact_tools: bool | None = None,
-                ) -> dict[str, str | bool | None]:
-    """How a run on ``backend`` asks its world model, as :class:`~lwm.sim.env.SimEnv`
-    settings: ``{"prediction": …, "compact_tools": …}`` on ``sim`` (``None``: the model's
-    own), ``{}`` elsewhere. Checked before any model loads.
-
-    Raises:
-        ValueError: an unknown prediction mode, or either setting given for a backend
-            without a world model to ask.
-    """
-    if backend != "sim":
-        if prediction is not None or compact_tools is not None:
-            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
-                             f"model of the sim backend, not {backend}")
-        return {}
-    return {"prediction": check_prediction(prediction) if prediction is not None else None,
-            "compact_tools": compact_tools}
-
-
 def request_settings(model: object, prediction: str | None = None, compact_tools: bool | None = None,
                      ) -> dict[str, Prediction | bool]:
     """:func:`request_format` as a run records it: ``{"prediction": …, "compact_tools": …}``.

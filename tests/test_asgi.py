@@ -50,3 +50,25 @@ def test_failures_are_answered_briefly_and_their_details_stay_in_the_log(caplog)
         assert r.status_code == 500 and r.json() == {"error": {
             "message": "internal error (details in the server's log)", "type": "server_error", "code": 500}}
     assert "boom in /home/secret" in caplog.text
+
+
+def test_lwm_serve_env_caps_bodies_as_it_runs():
+    """The command itself, as a user starts it: a 5 MiB reset body is refused with 413 and a
+    short JSON error before the environment server reads it."""
+    import subprocess
+    import sys
+
+    import httpx
+    from servers import free_port, wait_ready
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lwm.cli", "serve", "env", "--backend", "real", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/health", proc)
+        r = httpx.post(f"http://127.0.0.1:{port}/reset", content=b'{"task": "' + b"x" * (5 << 20) + b'"}',
+                       headers={"content-type": "application/json"}, timeout=30)
+        assert r.status_code == 413 and set(r.json()) == {"error"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

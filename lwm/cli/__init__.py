@@ -23,7 +23,7 @@ from lwm.models import ModelSpec
 from lwm.models.base import SamplingParams
 from lwm.models.server import create_app, serve, served_files
 from lwm.paths import run_dir
-from lwm.sim.backends import backend_spec
+from lwm.sim.backends import BACKENDS, backend_spec
 from lwm.sim.mcp_server import McpServeConfig
 from lwm.sim.rollout import RolloutConfig
 from lwm.train.curriculum import write_curriculum
@@ -289,9 +289,9 @@ def rollout(
     from lwm.sim.rollout import rollout as run_rollout
 
     out = out or run_dir("rollout")
-    if backend == "replay" and model is None:
-        model = "real"  # a cache holds real observations unless a model's are asked for
     spec = call(backend_spec, backend)
+    if spec.cache_only and model is None:
+        model = "real"  # a cache holds real observations unless a model's are asked for
     world = _default_model(model, base_url, api_key) if spec.simulates or spec.replays else RolloutConfig.world_model
     config = RolloutConfig(out=out, domain=domain, backend=backend, episodes=episodes, group_size=group_size,
                            policy=policy, policy_base_url=policy_base_url, world_model=world, base_url=base_url,
@@ -390,7 +390,7 @@ def agent_eval(
     tasks: int = option(AgentEvalConfig, "tasks", min=1),
     seed: int = option(AgentEvalConfig, "seed"),
     tasks_file: Path | None = option(AgentEvalConfig, "tasks_file", default=None),
-    policy: str = option(AgentEvalConfig, "policy", help_suffix="Or a run directory of lwm train rl."),
+    policy: str = option(AgentEvalConfig, "policy", help_suffix="Or a run directory of lwm train rl or lwm train rft."),
     policy_base_url: str | None = option(AgentEvalConfig, "policy_base_url"),
     policy_adapter: Path | None = option(AgentEvalConfig, "policy_adapter", default=None),
     temperature: float = option(AgentEvalConfig, "temperature", min=0.0),
@@ -410,8 +410,8 @@ def agent_eval(
     out: Path | None = option(AgentEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/agent."),
     progress: bool = PROGRESS,
 ) -> None:
-    """Play held-out tasks with a policy; success rate with a 95% interval, in the real environment
-    or in the simulator (then replayed in the real one)."""
+    """Play tasks of the task families (held-out by default) with a policy; success rate with a 95%
+    interval, in the real environment or in the simulator (then replayed in the real one)."""
     from lwm.eval.agent import agent_eval as run_agent_eval
     from lwm.eval.agent import to_markdown
 
@@ -518,7 +518,7 @@ app.add_typer(serve_app, name="serve")
 @serve_app.command("env")
 def serve_env(
     domain: str = typer.Option("terminal", help="Domain of the environment."),
-    backend: str = typer.Option("sim", help="real | sim | replay | hybrid."),
+    backend: str = typer.Option("sim", help=" | ".join(BACKENDS) + "."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, help="Port."),
     model: str | None = option(ModelSpec, "name", "--model", default=None, help_suffix=(

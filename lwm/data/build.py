@@ -138,7 +138,9 @@ def load_tokenizer(spec: str = "embedded") -> ChatTokenizer:
         except OSError:
             pass  # a cache we cannot write only costs time
         return ChatTokenizer(tok, "embedded")
-    path = Path(spec[3:] if spec.startswith("hf:") else spec)
+    from lwm.models.registry import resolve
+
+    path = Path(resolve(spec).path or spec)  # hf:<dir> or a directory
     if not path.is_dir():  # local directories only: never a hub download
         raise ModelUnavailableError(f"--tokenizer must be 'embedded' or a Hugging Face directory; no directory {path}")
     try:

@@ -48,6 +48,7 @@ Output directory (resumable: re-run with the same one)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -64,10 +65,10 @@ from lwm.domains.tasks import NAMES, WORDS, families, task_domains, task_set, wr
 from lwm.envs.base import Task
 from lwm.envs.episode import Script, ScriptedPolicy, play_episode
 from lwm.envs.recorded import RealBackendEnv
-from lwm.errors import DataNotFoundError, EpisodeBrokenError
+from lwm.errors import DataNotFoundError, EpisodeBrokenError, RowFormatError
 from lwm.jobs import run_jobs
-from lwm.jsonl import check_run_settings, dumps, write_atomic
-from lwm.schema import Trajectory, read_trajectories
+from lwm.jsonl import check_run_settings, dumps, iter_jsonl, write_atomic
+from lwm.schema import Trajectory, parse_trajectory
 from lwm.verdict import completion, verdict_messages
 
 KINDS = ("reference", "checked", "looked", "empty", "truncated", "mutated", "sibling", "wrong", "wrong-checked",
@@ -340,11 +341,19 @@ def task_of(traj: Trajectory) -> Task | None:
 def real_label(traj: Trajectory) -> float | None:
     """The real verdict of an episode: ``metadata.real_reward`` of a simulated episode
     replayed in the real environment (``lwm agent eval --backend sim``), else ``reward`` of a
-    real one; ``None`` when it has none."""
-    if traj.metadata.get("backend") == "sim":
-        label = traj.metadata.get("real_reward")
-        return None if label is None else float(label)
-    return traj.reward
+    real one; ``None`` when it has none.
+
+    Raises:
+        ValueError: a verdict that is not a number in [0, 1] (``true`` and ``"1"`` are not).
+    """
+    simulated = traj.metadata.get("backend") == "sim"
+    label = traj.metadata.get("real_reward") if simulated else traj.reward
+    if label is None:
+        return None
+    if isinstance(label, bool) or not isinstance(label, (int, float)) or not 0.0 <= label <= 1.0:  # NaN fails too
+        raise ValueError(f"{'metadata.real_reward' if simulated else 'reward'} must be a number in [0, 1], "
+                         f"not {label!r}")
+    return float(label)
 
 
 def labelled_episodes(paths: tuple[Path, ...] | list[Path],
@@ -354,22 +363,34 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
     (:func:`real_label`) and its metadata says ``split`` (``train`` or ``heldout``, by
     family), ``kind`` (``trace`` unless ``lwm data verdicts`` set it) and ``simulated``.
     Episodes left out are counted in ``skipped`` by reason (``no real verdict``, ``no task
-    families in <domain>``, ``unknown family <domain>/<family>``).
+    families in <domain>``, ``unknown family <domain>/<family>``, ``read twice`` for an
+    episode identical to one read before: the same file under another name, a copy, or a run's
+    ``episodes.jsonl`` beside its ``episodes.partial.jsonl``).
 
     Raises:
         DataNotFoundError: no such file, or an empty one.
-        RowFormatError: a line that is not a trajectory (file and line named).
+        RowFormatError: a line that is not a trajectory, or whose verdict is not a number
+            in [0, 1] (file and line named).
     """
-    out = []
-    for path in map(Path, paths):
+    out, seen, files = [], set(), {}
+    for p in map(Path, paths):
+        files.setdefault(p.resolve(), p)  # a file named twice is read once, under its first name
+    for path in files.values():
         if not path.is_file():
             raise DataNotFoundError(f"{path} is a directory, not an episode file" if path.is_dir() else
                                     f"no episode file {path}")
-        trajectories = list(read_trajectories(path))
-        if not trajectories:
-            raise DataNotFoundError(f"{path} holds no episode")
-        for traj in trajectories:
-            label = real_label(traj)
+        read = 0
+        for line, record in iter_jsonl(path):
+            traj, read = parse_trajectory(record, path, line), read + 1
+            if (digest := hashlib.sha256(dumps(record).encode()).hexdigest()) in seen:
+                if skipped is not None:
+                    skipped["read twice"] += 1
+                continue
+            seen.add(digest)
+            try:
+                label = real_label(traj)
+            except ValueError as e:
+                raise RowFormatError(path, line, str(e)) from None
             family = traj.metadata.get("family")
             reason = ("no real verdict" if label is None else
                       f"no task families in {traj.domain}" if traj.domain not in task_domains() else
@@ -385,6 +406,8 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
             meta.setdefault("kind", "trace")
             traj = traj.model_copy(update={"reward": label, "metadata": meta})
             out.append((traj, task_of(traj)))
+        if not read:
+            raise DataNotFoundError(f"{path} holds no episode")
     return out
 
 

@@ -34,7 +34,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, RowFormatError
@@ -128,6 +128,20 @@ def families(domain: str, split: Literal["train", "heldout", "all"] = "all") -> 
 def heldout_families(domain: str) -> list[TaskFamily]:
     """The held-out families of ``domain`` (never trained on). Raises KeyError as :func:`families`."""
     return families(domain, "heldout")
+
+
+def refuse_heldout(items: Iterable[tuple[str, Task, Any]], source: str | Path) -> None:
+    """Refuse training on ``items`` (``(domain, task, …)`` of a task file) when one is a
+    task of a held-out family: those measure generalisation and are never trained on.
+
+    Raises:
+        ValueError: names the first such task and its family.
+    """
+    known = set(task_domains())
+    for domain, task, *_ in items:
+        if domain in known and task.family in {f.name for f in heldout_families(domain)}:
+            raise ValueError(f"{source}: task {task.name!r} is of the held-out family {domain}/{task.family}, "
+                             "which is never trained on (it measures generalisation to unseen families)")
 
 
 def wrong_attempt(domain: str, family: str, task: Task, solution: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,8 +1,11 @@
 """Playing one episode: a policy acts in an environment until it stops, the episode ends
 or a turn limit is reached; the result is the episode's :class:`~lwm.schema.Trajectory`.
 
-This one loop serves every job that plays episodes: collection (scripted policies on the
-real backend), rollouts on any backend, agent evaluation and the RL trainers' rollouts.
+This loop (and :func:`aplay_episode`, the same loop awaited on an event loop) serves the
+jobs that play episodes one by one: collection (scripted policies on the real backend),
+rollouts on any backend, agent evaluation, rejection sampling and the verifiers
+environment. Agent GRPO plays a step's episodes in lockstep instead (one batched
+generation per turn, :class:`lwm.train.rl.AgentRollout`), on the same environments.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import request_settings, sim_request
+from lwm.prediction import request_settings
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory, backend_spec
+from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.policy import PolicySpec
 from lwm.sim.rollout import EpisodeJob, play_for_real
 
@@ -124,7 +124,7 @@ class AgentEvalConfig:
             for k in ("split", "tasks", "seed"):
                 d.pop(k)
             d["tasks_file"] = task_file_digest(self.tasks_file)
-        if self.backend != "sim":
+        if not backend_spec(self.backend).all_simulated:
             for k in ("world_model", "base_url", "reward", "show_task", "replay", "prediction", "compact_tools"):
                 d.pop(k)
         return d
@@ -153,7 +153,7 @@ class _Episode:
         spec = domains.get(traj.domain)
         actions = [t.action for t in traj.turns]
         meta = {"valid_actions": sum(spec.accepts(a) for a in actions), "actions": len(actions),
-                "real_steps": len(actions) if self.job.factory.backend == "real" else 0}
+                "real_steps": len(actions) if backend_spec(self.job.factory.backend).plays_real else 0}
         if self.replay:
             real = play_for_real(traj.domain, self.job.task, actions).reward
             meta.update(real_reward=real, real_steps=len(actions))
@@ -190,7 +190,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
         RunMismatchError: ``out`` holds an evaluation with other settings.
     """
     out = Path(config.out)
-    backend_spec(config.backend, allowed=("real", "sim"))   # hybrid and replay hold no verdict to evaluate
+    simulated = backend_spec(config.backend, allowed=TASK_BACKENDS).all_simulated
     if config.policy == "scripted":
         raise ValueError("task families have no scripts: the policy that plays their reference solutions is 'oracle'")
     if config.policy == "oracle" and (config.policy_base_url or config.policy_adapter):
@@ -211,7 +211,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
     worlds = [factory.world_model() for factory in factories.values()]
     out.mkdir(parents=True, exist_ok=True)
     # recorded as the model is asked (a run from before these settings was asked so)
-    asked = request_settings(worlds[0], config.prediction, config.compact_tools) if config.backend == "sim" else {}
+    asked = request_settings(worlds[0], config.prediction, config.compact_tools) if simulated else {}
     settings = config.settings() | asked
     check_run_settings(out / "agent_eval.json", settings, defaults=asked)
     items = []
@@ -221,7 +221,7 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
                          scripts=(Script(task, solution),) if oracle else (),
                          metadata=(("split", "file" if config.tasks_file else config.split),
                                    ("policy_label", "oracle" if oracle else policy.label)))
-        items.append((eid, _Episode(job, replay=config.backend == "sim" and config.replay)))
+        items.append((eid, _Episode(job, replay=simulated and config.replay)))
     report = run_jobs(items, lambda episode: episode(), journal=out / "episodes.partial.jsonl",
                       concurrency=config.concurrency, description=f"agent eval ({config.backend})",
                       progress=show_progress, check=_trajectory_problem)
@@ -245,14 +245,12 @@ def _trajectory_problem(record: dict) -> str | None:
 
 
 def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
-    request = sim_request(config.backend, config.prediction, config.compact_tools)
-    if config.backend == "real":
-        return EnvFactory(domain, "real")
     model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                       concurrency=max(16, config.concurrency), timeout=config.timeout,
                       prompt_cache_mb=prompt_cache_mb(config.concurrency))
-    return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns,
-                      options={"reward": config.reward, "real_start": True, "show_task": config.show_task, **request})
+    return task_env_factory(domain, config.backend, model, reward=config.reward, show_task=config.show_task,
+                            max_turns=config.max_turns, prediction=config.prediction,
+                            compact_tools=config.compact_tools)
 
 
 def _rate(successes: int, n: int) -> dict[str, Any]:
@@ -294,7 +292,7 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
              "real_steps": sum(m.get("real_steps", 0) for m in meta),
              "play_seconds": round(sum(m.get("play_seconds", 0) for m in meta), 1)}
         replayed = [e for e in eps if "real_reward" in e.metadata]
-        if backend == "sim" and replayed:
+        if backend_spec(backend).all_simulated and replayed:
             real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
             sim_ok = sum(1 for e in replayed if (e.reward or 0) >= 0.5)
             g["real_success_of_simulated_actions"] = _rate(real_ok, len(replayed))
@@ -320,7 +318,7 @@ def _fmt_rate(r: dict[str, Any] | None) -> str:
 def to_markdown(summary: dict[str, Any]) -> str:
     """The summary as Markdown."""
     s = summary.get("settings", {})
-    sim = summary["backend"] == "sim"
+    sim = backend_spec(summary["backend"]).all_simulated
     head = ["domain", "success ± 95% CI", "unknown verdicts", "broken episodes", "valid actions",
             "well-formed answers", "cut answers", "mean turns", "real steps", "episode s (summed)"]
     if sim:
@@ -328,7 +326,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
                  "reward recall"]
     source = (f"the task file (sha256 {s['tasks_file'][:12]})" if s.get("tasks_file") else
               f"{s.get('split')} families, {s.get('tasks')} per domain, seed {s.get('seed')}")
-    lines = [f"# lwm agent eval: {s.get('policy')} on {summary['backend']}", "",
+    adapter = f" with the adapter {s['policy_adapter']}" if s.get("policy_adapter") else ""
+    lines = [f"# lwm agent eval: {s.get('policy')}{adapter} on {summary['backend']}", "",
              f"{summary['episodes']} episodes; tasks: {source}; at most {s.get('max_turns')} turns; "
              f"{summary.get('seconds_this_invocation')} s this invocation." + (
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",

@@ -789,7 +789,9 @@ def _viewer_data(runs: list[Run]) -> dict[str, Any]:
             entry["p"][slot] = rec["p"]
     episodes = [{**ep, "run": i} for i, r in enumerate(runs) for ep in r.episodes]
     return {"runs": [{"label": r.label, "kind": r.kind} for r in runs], "rowRuns": row_runs,
-            "rows": list(merged.values()), "episodes": episodes, "cut": CUT_CHARS}
+            "rows": list(merged.values()), "episodes": episodes, "cut": CUT_CHARS,
+            # the row metrics the viewer shows and filters by, named as in every table
+            "metrics": [[m, METRIC_LABELS[m]] for m in FIDELITY_METRICS] + [["judge", "judge"]]}
 
 
 def _script_json(obj: Any) -> str:
@@ -821,7 +823,7 @@ def render_html(runs: list[Run], *, title: str | None = None) -> str:
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=__version__,
         runs=runs, warnings=[w for r in runs for w in r.warnings],
         sections=[_section(k, [r for r in runs if r.kind == k]) for k in kinds],
-        has_rows=bool(data["rows"]), has_episodes=bool(data["episodes"]),
+        has_rows=bool(data["rows"]), has_episodes=bool(data["episodes"]), metrics=data["metrics"],
         css=(assets / "report.css").read_text(encoding="utf-8"), script=script, script_hash=digest,
         data=_script_json(data))
 

@@ -14,8 +14,8 @@ as (x − 1) / 4 × 100; the headline is the macro mean over domains. Only compl
 judgements count (all five dimensions present, each an integer 1–5, the answer not cut);
 the rest are counted in ``judge_failed``, with ``judge_incomplete`` (a dimension missing
 or invalid) and ``judge_truncated`` (the judge's answer cut short) among them, and their
-kinds in ``judge_errors``; rows whose prediction failed were never sent to the judge and
-are counted apart, in ``judge_not_asked``.
+kinds in ``judge_errors``; rows never sent to the judge (their prediction failed, or in mode
+``closer`` the baseline has no prediction for them) are counted apart, in ``judge_not_asked``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from rich.table import Table
 
 from lwm.eval.judge import normalize
 from lwm.jsonl import dumps, write_atomic
-from lwm.metrics import FIDELITY_METRICS
+from lwm.metrics import FIDELITY_METRICS, METRIC_LABELS
 
 DEPTHS = ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 10**9, "9+"))
 
@@ -58,7 +58,8 @@ def _group(records: list[dict]) -> dict:
         g[m] = _pct([r["fidelity"][m] for r in ok])
     if any("trivial_fidelity" in r for r in ok):  # the reference beside the headline metric
         g["trivial_line_f1"] = _pct([r["trivial_fidelity"]["line_f1"] for r in ok if "trivial_fidelity" in r])
-    judged = [r["judge"] for r in records if "judge" in r]
+    # asked: not a row whose prediction failed, nor one with nothing to compare it with
+    judged = [r["judge"] for r in records if "judge" in r and not r["judge"].get("not_asked")]
     if judged:
         mode = judged[0]["mode"]
         g["judge_truncated"] = sum(1 for j in judged if "truncated" in _judge_error_kinds(j))
@@ -70,7 +71,7 @@ def _group(records: list[dict]) -> dict:
             valid = [j for j in judged if j.get("wins") is not None]
             g["judge_wins"] = _pct([j["wins"] for j in valid])
         g["judge_failed"] = len(judged) - len(valid)
-        g["judge_not_asked"] = len(records) - len(judged)  # their prediction failed: nothing to judge
+        g["judge_not_asked"] = len(records) - len(judged)
     return g
 
 
@@ -131,7 +132,7 @@ def _columns(groups: dict[str, dict]) -> list[str]:
 
 #: Short column heads for the terminal (80 columns hold them); Markdown keeps the summary's keys.
 _HEADS = {"parse_issue_rows": "parse issues", "truncated_history_rows": "history cut", "truncated_rows": "answer cut",
-          "context_cut_rows": "context cut", "edit_similarity": "edit sim", "line_f1": "line F1",
+          "context_cut_rows": "context cut", **METRIC_LABELS, "edit_similarity": "edit sim",
           "trivial_line_f1": "trivial",
           "judge_score": "judge", "judge_wins": "wins", "judge_failed": "judge failed", "judge_not_asked": "not judged",
           "judge_incomplete": "incomplete", "judge_truncated": "judge cut"}

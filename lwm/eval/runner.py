@@ -327,7 +327,7 @@ async def judge_rows(
         else:
             other = baseline.get(key, {}).get("observation")
             if other is None:
-                return {"key": key, "mode": "closer", "wins": None, "error": "no baseline prediction for this row"}
+                return {"key": key, "mode": "closer", "wins": None, "not_asked": "no baseline prediction for this row"}
             v = await J.judge_which_closer(judge, row, pred, other, config.judge_sampling)
         return {"key": key, **v.to_dict()}
 

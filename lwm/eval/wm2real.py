@@ -31,7 +31,7 @@ from lwm.envs.episode import broke_sandbox
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, iter_jsonl, write_atomic
-from lwm.metrics import FIDELITY_METRICS, fidelity
+from lwm.metrics import FIDELITY_METRICS, METRIC_LABELS, fidelity
 from lwm.schema import Trajectory, parse_trajectory
 from lwm.sim.rollout import play_for_real
 
@@ -122,16 +122,16 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "# Simulated vs real", "",
         f"{summary['trajectories']} trajectories, {summary['steps']} steps replayed in the real environment.", "",
         "| metric (×100) | value |", "|---|---:|",
-        f"| exact | {summary['exact']} |", f"| edit similarity | {summary['edit_similarity']} |",
-        f"| line F1 | {summary['line_f1']} |",
+        *(f"| {METRIC_LABELS[m]} | {summary[m]} |" for m in FIDELITY_METRICS),
         f"| reward agreement ({summary['with_both_rewards']} episodes with both rewards) | "
         f"{summary['reward_agreement']} |",
         f"| false success rate | {summary['false_success_rate']} |", "",
-        "## Divergence by depth (×100)", "", "| turn | steps | exact | edit similarity | line F1 |",
-        "|---:|---:|---:|---:|---:|",
+        "## Divergence by depth (×100)", "",
+        "| turn | steps | " + " | ".join(METRIC_LABELS[m] for m in FIDELITY_METRICS) + " |",
+        "|---:|---:|" + "---:|" * len(FIDELITY_METRICS),
     ]
     for d, v in summary["by_depth"].items():
-        lines.append(f"| {d} | {v['steps']} | {v['exact']} | {v['edit_similarity']} | {v['line_f1']} |")
+        lines.append(f"| {d} | {v['steps']} | " + " | ".join(str(v[m]) for m in FIDELITY_METRICS) + " |")
     return "\n".join(lines) + "\n"
 
 

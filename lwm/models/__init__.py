@@ -28,9 +28,9 @@ __all__ = ["NAMED", "REFERENCE_PREFIX", "VERDICT_MODEL", "WORLD_MODEL", "ChatMod
 
 def judge_for(world_model: str) -> str | None:
     """The model that should judge rewards when ``world_model`` simulates, if not the world
-    model itself: the base model for the warm-up one (its adapter learned to predict
-    observations, not to judge; its verdicts were unreadable in a test rollout)."""
-    return "embedded" if world_model == WORLD_MODEL else None
+    model itself (:attr:`ModelRef.judged_by` of a named model)."""
+    ref = NAMED.get(world_model)
+    return ref.judged_by if ref else None
 
 
 def reward_model_for(reward: str, world_model: str | None) -> str | None:

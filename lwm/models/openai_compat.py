@@ -128,19 +128,26 @@ class OpenAIChatModel:
                                                                  for m in messages],
                                       temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=20)
         async with self._slots:
-            resp = await next(self._next_client).chat.completions.create(**kwargs)
+            raw = await next(self._next_client).chat.completions.with_raw_response.create(**kwargs)
         try:
-            top = resp.choices[0].logprobs.content[0].top_logprobs
+            top = raw.parse().choices[0].logprobs.content[0].top_logprobs
+            entries = [(e.token, e.logprob) for e in top]
+            if not all(isinstance(t, str) and isinstance(p, (int, float)) and not isinstance(p, bool)
+                       for t, p in entries):
+                raise TypeError
+        except ValueError:  # JSON content type, body not JSON
+            raise ModelUnavailableError(f"{self.base_url}: the server's answer is not valid JSON: "
+                                        f"{raw.http_response.content[:300]!r}") from None
         except (AttributeError, IndexError, TypeError):
-            raise ModelUnavailableError(f"{self.base_url}: the server returned no log-probabilities "
-                                        "(it must support logprobs/top_logprobs)") from None
+            raise ModelUnavailableError(f"{self.base_url}: the server returned no log-probabilities (it must support "
+                                        f"logprobs/top_logprobs): {raw.http_response.text[:300]!r}") from None
         out = [-math.inf] * len(answers)
-        for entry in top:
-            piece = (entry.token or "").strip().lower()
+        for token, logprob in entries:
+            piece = token.strip().lower()
             owners = [i for i, a in enumerate(answers) if piece and a.lower().startswith(piece)]
             if len(owners) == 1:  # a token both answers start with tells them apart no more
                 i = owners[0]
-                a, b = out[i], entry.logprob
+                a, b = out[i], logprob
                 out[i] = b if a == -math.inf else max(a, b) + math.log1p(math.exp(-abs(a - b)))
         return out
 

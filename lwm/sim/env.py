@@ -267,7 +267,8 @@ class SimEnv:
         index = len(traj.turns) + 1
         traj.turns.append(Turn(index=index, action=action, observation=predicted["observation"], provenance=prov))
         ended = self.spec.ends_episode(action)
-        truncated = not ended and index >= self.max_turns
+        budget = self.task.turn_budget(self.max_turns) if self.task is not None else self.max_turns
+        truncated = not ended and index >= budget  # the task's own budget, under the run's ceiling
         info: dict[str, Any] = {**{k: v for k, v in predicted.items() if k != "observation"},
                                 "seconds": round(time.monotonic() - t0, 3),
                                 "provenance": prov.model_dump(exclude_none=True)}

@@ -29,9 +29,9 @@ from lwm.jobs import arun_jobs, run_jobs
 from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import request_settings, sim_request
+from lwm.prediction import request_settings
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory, backend_spec
+from lwm.sim.backends import BackendSpec, EnvFactory, backend_spec, sim_request
 from lwm.sim.controls import Control
 from lwm.sim.env import DEFAULT_SAMPLING
 from lwm.sim.policy import PolicySpec
@@ -111,7 +111,7 @@ class RolloutConfig:
         """What makes two runs the same run (recorded; a resume must match): the settings
         the backend uses."""
         d = asdict(self)
-        for key in ("out", "concurrency", "ray", "api_key", *_UNUSED[self.backend]):
+        for key in ("out", "concurrency", "ray", "api_key", *_unused(backend_spec(self.backend))):
             d.pop(key, None)
         if "cache" in d:
             d["cache"] = str(self.cache) if self.cache else None
@@ -123,11 +123,20 @@ class RolloutConfig:
         return d
 
 
-#: Settings a backend does not use (left out of a run's record).
-_UNUSED = {"real": ("world_model", "base_url", "controls", "route", "reward", "prediction", "compact_tools",
-                    "real_start", "extra_body"),
-           "replay": ("controls", "route", "reward", "prediction", "compact_tools", "real_start"),
-           "sim": ("route", "cache"), "hybrid": ("reward", "prediction", "compact_tools", "real_start")}
+def _unused(backend: BackendSpec) -> list[str]:
+    """The settings ``backend`` does not use (left out of a run's record)."""
+    unused = []
+    if not (backend.simulates or backend.replays):  # no model to simulate, or whose cache to replay
+        unused += ["world_model", "base_url", "extra_body"]
+    if not backend.simulates:
+        unused.append("controls")
+    if not (backend.simulates and backend.plays_real):  # routing chooses between the two
+        unused.append("route")
+    if not backend.all_simulated:
+        unused += ["reward", "prediction", "compact_tools", "real_start"]
+    if not (backend.replays or backend.plays_real):  # a cache is replayed, or records real observations
+        unused.append("cache")
+    return unused
 
 
 @dataclass
@@ -235,22 +244,22 @@ def _tasks(config: RolloutConfig) -> list[tuple[str, Task]]:
 
 def env_factory_for(config: RolloutConfig) -> EnvFactory:
     """The environments a rollout plays in (checked here, once)."""
-    model = None
-    if backend_spec(config.backend).needs_world_model(config.world_model):
+    model, backend = None, backend_spec(config.backend)
+    if backend.needs_world_model(config.world_model):
         model = ModelSpec(config.world_model, base_url=config.base_url, api_key=config.api_key,
                           concurrency=max(16, config.concurrency),  # a request in flight per episode
                           prompt_cache_mb=prompt_cache_mb(config.concurrency))
     if config.extra_body and (model is None or config.base_url is None):
         asked = ("the in-process world model takes none" if model is not None else
-                 "a replay of real observations asks none" if config.backend == "replay" else
+                 "a replay of real observations asks none" if backend.cache_only else
                  f"the {config.backend} backend asks none")
         raise ValueError(f"extra_body (--extra-body) goes to a world model's server (base_url); {asked}")
-    if config.real_start and config.backend != "sim":
+    if config.real_start and not backend.all_simulated:
         raise ValueError(f"real_start (--real-start) starts simulated episodes; the {config.backend} backend "
                          "simulates none")
     return EnvFactory(config.domain, config.backend, model=model, cache=str(config.cache) if config.cache else None,
                       controls=tuple(Control.parse(c) for c in config.controls), route=config.route,
-                      source="real" if config.backend == "replay" and config.world_model == "real" else None,
+                      source="real" if backend.cache_only and config.world_model == "real" else None,
                       max_turns=config.max_turns, options=_sim_options(config),
                       sampling=replace(DEFAULT_SAMPLING, extra_body=dict(config.extra_body)))
 
@@ -258,8 +267,8 @@ def env_factory_for(config: RolloutConfig) -> EnvFactory:
 def _sim_options(config: RolloutConfig) -> dict[str, Any]:
     """The :class:`~lwm.sim.env.SimEnv` settings of a ``sim`` rollout."""
     request = sim_request(config.backend, config.prediction, config.compact_tools)
-    return {"reward": config.reward, "real_start": config.real_start, **request} if config.backend == "sim" \
-        else request
+    return {"reward": config.reward, "real_start": config.real_start, **request} \
+        if backend_spec(config.backend).all_simulated else request
 
 
 def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResult:
@@ -281,13 +290,14 @@ def rollout(config: RolloutConfig, *, show_progress: bool = True) -> RolloutResu
     world = factory.world_model()
     out.mkdir(parents=True, exist_ok=True)
     # recorded as the model is asked (a run from before these settings was asked so)
-    asked = request_settings(world, config.prediction, config.compact_tools) if config.backend == "sim" else {}
+    simulated = backend_spec(config.backend).all_simulated
+    asked = request_settings(world, config.prediction, config.compact_tools) if simulated else {}
     settings = config.settings() | asked
     check_run_settings(out / "rollout.json", settings, defaults=asked)
     tasks = _tasks(config)
     items = [(eid, EpisodeJob(factory, policy, task, eid, config.max_turns)) for eid, task in tasks]
     journal, label = out / "trajectories.partial.jsonl", f"rollout {config.domain}/{config.backend}"
-    if config.backend == "sim" and not config.ray:  # many episodes in flight on one event loop
+    if simulated and not config.ray:  # many episodes in flight on one event loop
         report = run_sync(arun_jobs(items, EpisodeJob.arun, journal=journal, concurrency=config.concurrency,
                                     description=label, progress=show_progress))
     else:

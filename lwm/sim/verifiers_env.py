@@ -42,9 +42,8 @@ from lwm.envs.base import Task
 from lwm.envs.episode import aplay_episode
 from lwm.errors import EpisodeBrokenError
 from lwm.models import WORLD_MODEL, ModelSpec
-from lwm.prediction import sim_request
 from lwm.schema import Trajectory
-from lwm.sim.backends import EnvFactory
+from lwm.sim.backends import TASK_BACKENDS, EnvFactory, TaskBackend, backend_spec, task_env_factory
 from lwm.sim.env import REWARD_SOURCES
 from lwm.sim.policy import AGENT_SYSTEM, agent_messages, read_action
 
@@ -126,7 +125,7 @@ class LwmEnvConfig(vf.EnvConfig):
     """
 
     player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
-    backend: Literal["real", "sim"] = "real"
+    backend: TaskBackend = "real"
     """``real``: sandboxed environments and the task's verifier; ``sim``: the world model
     plays the environment and the reward model judges."""
     world_model: str = WORLD_MODEL
@@ -157,7 +156,7 @@ class LwmEnv(vf.Env[LwmEnvConfig]):
 
     def __init__(self, config: LwmEnvConfig) -> None:
         super().__init__(config)
-        if config.backend == "real":
+        if backend_spec(config.backend, allowed=TASK_BACKENDS).plays_real:
             for name in dict.fromkeys(task.data.domain for task in self.taskset):
                 if not (spec := domains.get(name)).runnable:
                     spec.make_env()  # raises, saying why
@@ -165,13 +164,9 @@ class LwmEnv(vf.Env[LwmEnvConfig]):
     def factory(self, domain: str) -> EnvFactory:
         """The environment factory of ``domain`` for this configuration."""
         config = self.config
-        if config.backend == "real":
-            return EnvFactory(domain, "real")
-        model = ModelSpec(config.world_model, base_url=config.world_model_base_url)
-        options: dict[str, Any] = {"real_start": True, **sim_request("sim")}
-        if config.reward:
-            options["reward"] = config.reward
-        return EnvFactory(domain, "sim", model=model, max_turns=config.max_turns, options=options)
+        world = ModelSpec(config.world_model, base_url=config.world_model_base_url)
+        return task_env_factory(domain, config.backend, world, reward=config.reward or "auto",
+                                max_turns=config.max_turns)
 
     async def run(self, task: LwmTask, agents: Any) -> None:
         """One episode; records ``lwm_reward`` and ``trace.info["lwm"]``."""
@@ -214,7 +209,7 @@ def _record(trace: Any, traj: Trajectory, backend: str) -> None:
                          "actions": [t.action for t in traj.turns], "broken": traj.metadata.get("broken")}
 
 
-def load_environment(domain: str | Sequence[str] = (), backend: Literal["real", "sim"] = "real",
+def load_environment(domain: str | Sequence[str] = (), backend: TaskBackend = "real",
                      tasks: int = 5, split: Literal["train", "heldout"] = "heldout", seed: int = 0,
                      tasks_file: str | Path | None = None, **env_settings: Any) -> LwmEnv:
     """The environment as a Python object (what ``vf-eval lwm-verifiers`` builds from flags).

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from lwm.domains.tasks import families, task_key, write_task_file
+from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError
 from lwm.jsonl import read_json, write_atomic
+from lwm.schema import read_trajectories
 
 
 def family_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -86,7 +88,8 @@ def write_curriculum(run: Path, out: Path, *, low: float = 0.05, high: float = 0
         the table (:func:`choose`), with ``written`` tasks per chosen family.
 
     Raises:
-        DataNotFoundError: ``run`` has no summary.json.
+        DataNotFoundError: ``run`` has no summary.json or no episodes.jsonl.
+        RowFormatError: a line of its episodes.jsonl is not an episode (file and line named).
         ValueError: as :func:`family_table`; bad bounds, or no family within them (the table
             is in the message).
     """
@@ -98,15 +101,13 @@ def write_curriculum(run: Path, out: Path, *, low: float = 0.05, high: float = 0
         table = ", ".join(f"{r['domain']}/{r['family']} {r['successes']}/{r['n']}"
                           + (" (held out: never trained on)" if r["split"] == "heldout" else "") for r in rows)
         raise ValueError(f"no train family with a success rate in [{low}, {high}]: {table}")
-    seen = set()
     episodes = Path(run) / "episodes.jsonl"
-    if episodes.is_file():  # the evaluation's own tasks are not reused
-        for line in episodes.read_text(encoding="utf-8").splitlines():
-            spec = json.loads(line).get("metadata", {}).get("task_spec")
-            if spec:
-                from lwm.envs.base import Task
-
-                seen.add(task_key(Task.from_dict(spec)))
+    if not episodes.is_file():  # its tasks must be known to be left out
+        raise DataNotFoundError(f"{run} has no episodes.jsonl: the evaluation is unfinished (run it again to finish "
+                                "it), or not an lwm agent eval run directory")
+    # the evaluation's own tasks are not reused
+    seen = {task_key(Task.from_dict(spec)) for t in read_trajectories(episodes)
+            if (spec := t.metadata.get("task_spec"))}
     rng = random.Random(f"curriculum/{seed}")
     items = []
     for r in rows:

@@ -113,10 +113,10 @@ def _resolve_base(adapter: Path, base: str | Path | None) -> _Base:
         from lwm.train.records import adapter_base
 
         base = adapter_base(adapter)
-    if base == "embedded":
-        from lwm.models.embedded import embedded_gguf_path
+    from lwm.models.embedded import named_gguf
 
-        return _base_from_gguf(embedded_gguf_path())
+    if isinstance(base, str) and (named := named_gguf(base)) is not None:  # a model lwm ships, by name
+        return _base_from_gguf(named)
     base = Path(base)
     if base.is_file() and base.suffix == ".gguf":
         return _base_from_gguf(base)

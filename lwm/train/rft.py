@@ -26,6 +26,7 @@ Output directory (resumable: re-run with the same one)::
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -33,20 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from lwm import domains
-from lwm.domains.tasks import read_task_file, task_file_digest, task_set
+from lwm.domains.tasks import read_task_file, refuse_heldout, task_file_digest, task_set
 from lwm.envs.base import Task
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, JobsFailedError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
-from lwm.prediction import sim_request
 from lwm.schema import Trajectory, write_trajectories
-from lwm.sim.backends import EnvFactory, backend_spec
+from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
 
-#: Where attempts are played: the simulator (with its reward), or the real environment (the reference).
-BACKENDS = ("sim", "real")
 POLICIES = ("embedded", "embedded-warmup")
 
 
@@ -107,7 +105,7 @@ class RFTConfig:
         self.domains = tuple(dict.fromkeys(self.domains))
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
-        backend_spec(self.backend, allowed=BACKENDS)
+        backend_spec(self.backend, allowed=TASK_BACKENDS)
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
         for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):
@@ -115,6 +113,10 @@ class RFTConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature must be a finite number ≥ 0, got {self.temperature}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
         if self.tasks_file is not None and not Path(self.tasks_file).is_file():
             raise DataNotFoundError(f"no task file {self.tasks_file}")
 
@@ -126,7 +128,7 @@ class RFTConfig:
         d["model"] = d.pop("policy")  # the policy trained (read by lwm agent eval --policy OUT)
         if self.tasks_file:
             d["tasks_file"] = task_file_digest(self.tasks_file)
-        if self.backend == "real":
+        if not backend_spec(self.backend).simulates:
             for k in ("world_model", "reward"):
                 d.pop(k)
         return d
@@ -138,18 +140,25 @@ def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
         items = [(d, t) for d, t, _ in read_task_file(config.tasks_file) if not chosen or d in chosen]
         if not items:
             raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)}")
+        refuse_heldout(items, config.tasks_file)
     else:
         items = [(d, t) for d in config.domains or ("terminal",) for t, _ in task_set(d, "train", config.tasks,
                                                                                         config.seed)]
     return items
 
 
+def _attempt_problem(record: dict) -> str | None:
+    # A journal line that is not an attempt (hand-edited, another tool's): named, not guessed at.
+    try:
+        Trajectory.model_validate(record)
+    except ValueError as e:
+        return f"not an attempt record ({str(e).splitlines()[0]}…); delete the line to sample it again"
+    return None
+
+
 def _factory(config: RFTConfig, domain: str) -> EnvFactory:
-    if config.backend == "real":
-        return EnvFactory(domain, "real")
-    return EnvFactory(domain, "sim", model=ModelSpec(config.world_model), max_turns=config.max_turns,
-                      options={"reward": config.reward, "real_start": True, "show_task": False,
-                               **sim_request("sim", None, None)})
+    return task_env_factory(domain, config.backend, ModelSpec(config.world_model), reward=config.reward,
+                            max_turns=config.max_turns)
 
 
 def answers_well_formed(traj: Trajectory) -> bool:
@@ -163,7 +172,7 @@ def answers_well_formed(traj: Trajectory) -> bool:
 def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = True) -> bool:
     """Whether an attempt is learned from: its reward is known and at least ``threshold``, and
     (``well_formed_only``) its answers are well formed (:func:`answers_well_formed`)."""
-    return traj.reward is not None and traj.reward >= threshold and (
+    return bool(traj.turns) and traj.reward is not None and traj.reward >= threshold and (
         not well_formed_only or answers_well_formed(traj))
 
 
@@ -199,20 +208,28 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     """Sample attempts, keep the accepted ones, fine-tune the policy on them (resumable).
 
     Raises:
-        ValueError: bad settings, or no attempt was accepted (nothing to learn from; the
-            counts are in ``rft.json``).
+        ValueError: bad settings, a task of a held-out family in ``tasks_file``, or no
+            attempt was accepted (nothing to learn from; the counts are in ``rft.json``).
         RunMismatchError: ``out`` holds a run with other settings.
-        ModelUnavailableError: a model cannot be loaded.
+        ModelUnavailableError: a model cannot be loaded (before ``out`` is written).
+        JobsFailedError: attempts failed (the first named; run again to retry them).
+        RowFormatError: a line of the attempts' journal is not an attempt (file and line).
     """
     from lwm.train.rl import _export
     from lwm.train.sft import TrainConfig, train_sft
 
     t0 = time.monotonic()
     tasks = _tasks(config)
+    factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
+    # the models load here, once: a mistyped name fails before the run directory is claimed
+    PolicySpec(config.policy, temperature=config.temperature).make(tasks[0][0])
+    for factory in factories.values():
+        if factory.model is not None:  # the simulator: its world model and its reward model
+            factory.world_model()
+            factory.judge()
     config.out.mkdir(parents=True, exist_ok=True)
     # runs recorded before the well-formed rule learned from every answer the reward paid
     check_run_settings(config.out / "rft_settings.json", config.settings(), defaults={"well_formed_only": False})
-    factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
@@ -221,36 +238,43 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             items.append((eid, EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
                                           metadata=(("sample", k),))))
     report = run_jobs(items, lambda job: job(), journal=config.out / "attempts.partial.jsonl",
-                      description=f"attempts ({config.backend})", progress=show_progress)
+                      description=f"attempts ({config.backend})", progress=show_progress, check=_attempt_problem)
+    if report.failures:  # learning from the rest would change what the run learns from on a retry
+        first, reason = next(iter(report.failures.items()))
+        raise JobsFailedError(f"{len(report.failures)} of {len(items)} attempts failed ({first}: {reason}); run the "
+                           "same command again to retry them")
     attempts = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in items])]
     write_trajectories(config.out / "attempts.jsonl", attempts)
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
     accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
     rows = accepted_examples(accepted, config.threshold, config.well_formed_only)
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
+    simulated = backend_spec(config.backend).all_simulated
     summary: dict[str, Any] = {
-        "settings": config.settings(), "attempts": len(attempts), "failed_attempts": report.failures,
+        "settings": config.settings(), "attempts": len(attempts),
         "accepted": len(accepted), "examples": len(rows),
         # paid by the reward but refused: an answer was prose, or not one action (well_formed_only)
         "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
         "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
         # sim: one real reset per task for its initial observation; real: every step and check
-        "real_steps": (len({(d, t.name) for d, t in tasks}) if config.backend == "sim" else
+        "real_steps": (len({(d, t.name) for d, t in tasks}) if simulated else
                        sum(len(t.turns) + 1 for t in attempts)),
-        "simulated_steps": sum(len(t.turns) for t in attempts) if config.backend == "sim" else 0,
-        "sampling_seconds": round(report.seconds, 1)}
+        "simulated_steps": sum(len(t.turns) for t in attempts) if simulated else 0,
+        # every invocation's (a resumed run samples only what was left)
+        "sampling_seconds": round(previous.get("sampling_seconds", 0.0) + report.seconds, 1)}
     write_atomic(config.out / "rft.json", json.dumps(summary, indent=1) + "\n")
     if not rows:
         raise ValueError(f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}"
                          f"{', answers well formed' if config.well_formed_only else ''}): nothing to "
                          f"fine-tune on (counts in {config.out / 'rft.json'})")
     write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows))
-    finished = previous.get("adapter_gguf")
+    # the adapter is read beside rft.json: the run may be resumed from another working directory
+    finished = config.out / Path(previous["adapter_gguf"]).name if previous.get("adapter_gguf") else None
     if previous.get("sft_steps") == config.max_steps and previous.get("examples") == len(rows) and finished \
-            and Path(finished).is_file():  # a finished run resumed: nothing left to train
+            and finished.is_file():  # a finished run resumed: nothing left to train
         write_atomic(config.out / "rft.json", json.dumps(previous, indent=1) + "\n")
-        return RFTResult(config.out, previous, Path(finished))
+        return RFTResult(config.out, previous, finished)
     sft = train_sft(TrainConfig(data=config.out / "data", out=config.out, model=config.policy, lora_r=config.lora_r,
                                 max_steps=config.max_steps, lr=config.lr, batch_size=4, max_length=1024,
                                 save_steps=max(config.max_steps, 1), seed=config.seed, resume=True),

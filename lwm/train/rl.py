@@ -53,13 +53,12 @@ from typing import Any
 from lwm import domains
 from lwm.envs.base import Task
 from lwm.envs.cache import ReplayCache
-from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError, RunMismatchError
+from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError, SandboxError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
-from lwm.prediction import sim_request
 from lwm.schema import Trajectory
-from lwm.sim.backends import EnvFactory, backend_spec
+from lwm.sim.backends import backend_spec, sim_request, task_env_factory
 from lwm.sim.env import DEFAULT_SAMPLING
 from lwm.train.records import RUN_FILE
 
@@ -193,7 +192,7 @@ class RLConfig:
             sim_request(self.backend, self.prediction, self.compact_tools)
             if backend_spec(self.backend).replays and self.cache is None:
                 raise ValueError(f"the {self.backend} backend needs --cache (a replay cache file)")
-            if self.backend == "replay" and not Path(self.cache).is_file():
+            if backend_spec(self.backend).cache_only and not Path(self.cache).is_file():
                 raise ValueError(f"--cache {self.cache} is not a file: replay plays only what a cache holds")
             for domain in () if self.tasks_file else self.domains:
                 _train_families(domain, self.max_task_steps)
@@ -284,17 +283,18 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
 
     Raises:
         KeyError: a domain without task families.
-        ValueError: too few distinct tasks; no task of the chosen domains in the task file.
+        ValueError: too few distinct tasks; no task of the chosen domains in the task file,
+            or one of a held-out family.
         RowFormatError, DataNotFoundError: a damaged, empty or missing task file.
     """
-    from lwm.domains.tasks import read_task_file
+    from lwm.domains.tasks import read_task_file, refuse_heldout
     from lwm.sim.policy import agent_messages
     from lwm.sim.starts import real_start
 
     out, seen_prompts = [], set()
 
     def add(domain: str, task: Any) -> bool:
-        start = real_start(domain, task) if config.backend != "replay" else None
+        start = None if backend_spec(config.backend).cache_only else real_start(domain, task)
         prompt = agent_messages(domains.get(domain), task, start.initial_observation if start else "", [], [])
         key = json.dumps(prompt, sort_keys=True)
         if key in seen_prompts:
@@ -305,6 +305,7 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
 
     if config.tasks_file:
         listed = read_task_file(config.tasks_file)
+        refuse_heldout(listed, config.tasks_file)
         for domain, task, _ in listed:
             if not config.domains or domain in config.domains:
                 add(domain, task)
@@ -350,12 +351,10 @@ class AgentRollout:
                           prompt_cache_mb=prompt_cache_mb(config.prompts_per_step * config.num_generations)) \
             if backend_spec(config.backend).simulates else None  # a step's episodes are simulated at once
         self.factories = {
-            d: EnvFactory(d, config.backend, model=world, cache=str(config.cache) if config.cache else None,
-                          max_turns=config.max_turns,
-                          sampling=replace(DEFAULT_SAMPLING, extra_body=dict(config.extra_body)),
-                          options={"reward": config.reward, "real_start": True, "show_task": config.show_task,
-                                   **sim_request(config.backend, config.prediction, config.compact_tools)}
-                          if config.backend == "sim" else {})
+            d: task_env_factory(d, config.backend, world, reward=config.reward, show_task=config.show_task,
+                                max_turns=config.max_turns, prediction=config.prediction,
+                                compact_tools=config.compact_tools, cache=str(config.cache) if config.cache else None,
+                                sampling=replace(DEFAULT_SAMPLING, extra_body=dict(config.extra_body)))
             for d in dict.fromkeys(t["domain"] for t in tasks)}
 
     def __call__(self, prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
@@ -373,7 +372,7 @@ class AgentRollout:
             key = json.dumps(messages, sort_keys=True)
             domain, task = self.by_prompt[key]
             factory = self.factories[domain]
-            if factory.backend == "sim":
+            if backend_spec(factory.backend).all_simulated:
                 factory = replace(factory, options={**factory.options, "memo": memos.setdefault(key, {})})
             env = factory()
             text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -381,7 +380,9 @@ class AgentRollout:
             episodes.append({"domain": domain, "task": task, "env": env, "messages": list(messages),
                              "prompt_ids": ids, "completion": [], "mask": [], "said": [], "observations": [],
                              "formats": [], "active": True})
-        _each([e["env"] for e in episodes], "reset", [(e["task"],) for e in episodes])
+        for failed in _each([e["env"] for e in episodes], "reset", [(e["task"],) for e in episodes]):
+            if isinstance(failed, SandboxError):  # no action played yet: the machine's fault, not the policy's
+                raise failed
         eos = tokenizer.eos_token_id
         clock["environment"] += time.monotonic() - t
         for turn in range(self.config.max_turns):
@@ -406,6 +407,9 @@ class AgentRollout:
                     acting.append((e, text, gen_ids, action))
             results = _each([e["env"] for e, *_ in acting], "step", [(action,) for *_, action in acting])
             for (e, text, gen_ids, _), result in zip(acting, results):
+                if isinstance(result, SandboxError):  # the action broke its sandbox: a failure, recorded
+                    e["broken"], e["active"] = f"{type(result).__name__}: {result}", False
+                    continue
                 e["observations"].append(result.observation)
                 if result.done or turn == e["task"].turn_budget(self.config.max_turns) - 1:
                     e["active"] = False
@@ -418,12 +422,15 @@ class AgentRollout:
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": None, "env_mask": [], "env_reward": [],
                "format_reward": []}
         try:
-            verdicts = _each([e["env"] for e in episodes], "verify", [() for _ in episodes])
+            judged = [e for e in episodes if "broken" not in e]
+            verdicts = dict(zip(map(id, judged), _each([e["env"] for e in judged], "verify", [() for _ in judged])))
             trajectories = [getattr(e["env"], "trajectory", None) for e in episodes]  # closing drops them
         finally:
             for e in episodes:
                 e["env"].close()
-        for e, verdict, traj in zip(episodes, verdicts, trajectories):
+        for e, traj in zip(episodes, trajectories):
+            if isinstance(verdict := verdicts.get(id(e), 0.0), SandboxError):  # broken by the verdict's probe
+                e["broken"], verdict = f"{type(verdict).__name__}: {verdict}", 0.0
             fmt = sum(e["formats"]) / len(e["formats"]) if e["formats"] else 0.0
             self._record(trainer, e, verdict, fmt, traj)
             reward = 1.0 if (verdict or 0.0) >= 0.5 else 0.0
@@ -513,6 +520,7 @@ class AgentRollout:
             sink.append({"step": trainer.state.global_step, "call": self.calls, "domain": e["domain"],
                          "task": e["task"].name, "instruction": e["task"].instruction, "said": e["said"],
                          "observations": e["observations"], "verdict": verdict, "format": round(fmt, 3),
+                         "broken": e.get("broken"),
                          "probe_observation": traj.metadata.get("probe_observation") if traj else None})
 
 
@@ -520,18 +528,26 @@ def _each(envs: list[Any], method: str, args: list[tuple]) -> list[Any]:
     """``env.<method>(*args)`` for every environment, in order: the simulator's all at once
     (its ``a<method>`` on lwm's event loop: a served world model gets every request of the
     step in flight together), the others one after another (real environments hold
-    thread-bound clients)."""
+    thread-bound clients). An environment whose sandbox broke gives its
+    :class:`~lwm.errors.SandboxError` as its result (its episode is a failure; the others
+    go on); any other error is raised."""
     results: list[Any] = [None] * len(envs)
     together = [i for i, env in enumerate(envs) if hasattr(env, f"a{method}")]
     if together:
         async def gather() -> list[Any]:
-            return await asyncio.gather(*(getattr(envs[i], f"a{method}")(*args[i]) for i in together))
+            return await asyncio.gather(*(getattr(envs[i], f"a{method}")(*args[i]) for i in together),
+                                        return_exceptions=True)
 
         for i, result in zip(together, run_sync(gather())):
+            if isinstance(result, BaseException) and not isinstance(result, SandboxError):
+                raise result
             results[i] = result
     for i, env in enumerate(envs):
         if i not in together:
-            results[i] = getattr(env, method)(*args[i])
+            try:
+                results[i] = getattr(env, method)(*args[i])
+            except SandboxError as e:
+                results[i] = e
     return results
 
 
@@ -651,7 +667,7 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         if config.cache is not None:  # not a replay cache, or nothing to replay: said now, not at the first episode
             cache = ReplayCache(config.cache)
             try:
-                if config.backend == "replay" and not len(cache):
+                if backend_spec(config.backend).cache_only and not len(cache):
                     raise ValueError(f"--cache {config.cache} holds no observation: replay has nothing to play")
             finally:
                 cache.close()
@@ -708,14 +724,11 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
 def _export(adapter: Path, model: str) -> tuple[Path | None, str | None]:
     """The adapter as a GGUF LoRA for llama.cpp, against the GGUF the model came from."""
     from lwm.errors import LwmError
+    from lwm.models.embedded import named_gguf
     from lwm.train.export import export_lora_gguf
 
-    base = None
-    if model == "embedded-warmup":
-        from lwm.models.embedded import embedded_gguf_path, merged_gguf, warmup_adapter_path
-
-        base = merged_gguf(embedded_gguf_path(), warmup_adapter_path())
     try:
+        base = named_gguf(model)  # the weights the adapter was trained on (a shipped adapter merged in)
         return export_lora_gguf(adapter, adapter.parent / "adapter.gguf", base=str(base) if base else None).path, None
     except (LwmError, OSError, ValueError) as e:
         return None, f"{type(e).__name__}: {e}"
@@ -737,14 +750,13 @@ def policy_for(out: Path) -> tuple[str, str | None]:
     settings = read_json(out / RUN_FILE).get("settings", {})
     if not isinstance(settings, dict):
         raise RowFormatError(f"{out / RUN_FILE}: its settings are not a JSON object")
-    if settings.get("model") == "embedded-warmup":
-        from lwm.models.embedded import embedded_gguf_path, merged_gguf, warmup_adapter_path
+    from lwm.models.embedded import named_gguf
 
-        merged = merged_gguf(embedded_gguf_path(), warmup_adapter_path())
-        if merged is None:
-            raise ModelUnavailableError(f"cannot write the merged warm-up model that {gguf} applies to")
-        return str(merged), str(gguf)
-    return "embedded", str(gguf)
+    model = settings.get("model", "embedded")
+    base = named_gguf(model) if isinstance(model, str) else None
+    if base is None or model == "embedded":  # the bundled model runs under its own name
+        return "embedded", str(gguf)
+    return str(base), str(gguf)
 
 
 __all__ = ["AgentRollout", "RLConfig", "RLResult", "agent_tasks", "fidelity_dataset", "policy_for", "train_rl"]

@@ -370,34 +370,14 @@ def embedded_hf_dir() -> Path:
     Raises:
         ModelUnavailableError: transformers, gguf or the embedded weights are missing.
     """
-    from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
-
-    return _hf_dir(embedded_gguf_path(), f"{EMBEDDED_NAME}-hf-fp32")
+    return _model_dir("embedded")
 
 
-def warmup_hf_dir() -> Path:
-    """A Hugging Face folder (float32) of the embedded model with the shipped warm-up adapter
-    merged in (the merged GGUF copy of :func:`lwm.models.embedded.merged_gguf`,
-    dequantized): the starting point of a policy that begins from the world-model warm-up.
-    Cached like :func:`embedded_hf_dir`.
-
-    Raises:
-        ModelUnavailableError: transformers, gguf, the weights or the adapter are missing,
-            or the merged copy cannot be written.
-    """
-    from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path, merged_gguf, warmup_adapter_path
-
-    merged = merged_gguf(embedded_gguf_path(), warmup_adapter_path())
-    if merged is None:
-        raise ModelUnavailableError("the warm-up adapter could not be merged into a cached copy of the model")
-    return _hf_dir(merged, f"{EMBEDDED_NAME}-warmup-hf-fp32-{merged.stem[-12:]}")
-
-
-def _hf_dir(gguf: Path, name: str) -> Path:
+def _hf_dir(gguf: Path) -> Path:
     # A GGUF file dequantized once into a Hugging Face folder under $LWM_HOME/models.
     from lwm.paths import lwm_home
 
-    target = lwm_home() / "models" / name
+    target = lwm_home() / "models" / f"{gguf.stem}-hf-fp32"
     if (target / "config.json").exists():
         return target
     try:
@@ -425,10 +405,12 @@ def _hf_dir(gguf: Path, name: str) -> Path:
 
 
 def _model_dir(model: str) -> Path:
-    if model == "embedded":
-        return embedded_hf_dir()
-    if model == "embedded-warmup":
-        return warmup_hf_dir()
+    # a named embedded model (embedded-warmup: the policy that starts from the world-model
+    # warm-up), its shipped adapter merged in; else a transformers directory
+    from lwm.models.embedded import named_gguf
+
+    if (gguf := named_gguf(model)) is not None:
+        return _hf_dir(gguf)
     path = Path(model)
     if not (path / "config.json").is_file():
         raise ModelUnavailableError(f"no Hugging Face model directory (with config.json) at {model}; "

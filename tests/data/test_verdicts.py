@@ -226,3 +226,20 @@ def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
     result = CliRunner().invoke(app, ["data", "verdicts", "--out", str(tmp_path / "w"), "--domain", "db", "--tasks",
                                       "0", "--heldout-tasks", "0", "--from", str(web), "--no-progress"])
     assert result.exit_code == 1 and "no task families in web" in result.output
+
+
+def test_an_episode_read_twice_counts_once_and_a_bad_real_label_is_named(tmp_path):
+    # a run's episodes.jsonl beside its partial journal, a copy, a hard link: the same episodes
+    runs = tmp_path / "episodes.jsonl"
+    runs.write_text("".join(_traj(i, backend="sim", real_reward=0.0).model_dump_json() + "\n" for i in range(3)))
+    (tmp_path / "episodes.partial.jsonl").write_text(runs.read_text())
+    skipped = Counter()
+    got = labelled_episodes([runs, tmp_path / "episodes.partial.jsonl"], skipped)
+    assert len(got) == 3 and skipped == {"read twice": 3}
+    bad = tmp_path / "bad.jsonl"
+    for label in ("yes", [1], 7.0, -0.5, True, float("nan")):
+        second = _traj(2, backend="sim").model_dump(mode="json")
+        second["metadata"]["real_reward"] = label   # as written by hand or another tool (NaN included)
+        bad.write_text(_traj(1, backend="sim", real_reward=0.0).model_dump_json() + "\n" + json.dumps(second) + "\n")
+        with pytest.raises(RowFormatError, match=r"bad.jsonl:2: metadata.real_reward must be a number in \[0, 1\]"):
+            labelled_episodes([bad])

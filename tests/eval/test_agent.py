@@ -265,6 +265,16 @@ GOOD_TASK = {"name": "t", "instruction": "do it", "check": {"probe": "SELECT 1;"
      ":2: malformed task: option max_turns=0 of a task of db: expected a whole number >= 1"),
     (json.dumps({"domain": "db", "task": {**GOOD_TASK, "options": {"egnine": "sqlite"}}}),
      ":2: malformed task: unknown option 'egnine' of a task of db; known: engine, max_turns, system_prompt"),
+    # every domain: a seed file outside the sandbox's places, and an option of the wrong kind
+    *[(json.dumps({"domain": d, "task": {**GOOD_TASK, "files": {"/etc/cron.d/x": "x"}}}),
+       ":2: malformed task: seed file '/etc/cron.d/x' must be a plain absolute path under /root, /app or /tmp")
+      for d in ("terminal", "code", "fs", "mcp", "web", "search", "swe")],
+    *[(json.dumps({"domain": d, "task": {**GOOD_TASK, "options": {option: value}}}),
+       f":2: malformed task: option {option}={value!r} of a task of {d}: expected {expected}")
+      for d, option, value, expected in (
+          ("terminal", "max_turns", "3", "a whole number >= 1"), ("search", "max_turns", 2.5, "a whole number >= 1"),
+          ("swe", "system_prompt", 7, "text"), ("fs", "shell_setup", "rm -rf /", "a list of argv lists of texts"),
+          ("mcp", "server", "oracle", "'sqlite' or 'memory' or 'tickets'"), ("web", "start_url", 5, "text"))],
 ])
 def test_a_broken_task_file_line_is_named(tmp_path, line, message):
     tasks = tmp_path / "tasks.jsonl"

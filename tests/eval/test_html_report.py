@@ -273,7 +273,7 @@ def test_episode_viewer_with_provenance_rewards_and_the_real_replay(browser, tmp
     page.click("#ep-list .item:nth-child(2) .item-head")  # its replay in the real environment
     detail = page.locator("#ep-list .item.open .detail").inner_text()
     assert "false success: true" in detail and "notes1" in detail and ".tables" in detail
-    assert "against the real environment: exact 0 edit similarity 80 line f1 0" in detail
+    assert "against the real environment: exact 0 edit similarity 80 line F1 0" in detail
     assert errors == []
 
 

@@ -62,3 +62,11 @@ def test_pairwise_truncations_are_counted_per_row():
     s = summarize([rec("web", 1, 1.0) | {"judge": real}], {"model": "m"})
     assert s["domains"]["web"]["judge_truncated"] == 1 and s["domains"]["web"]["judge_failed"] == 0
     assert "judge_incomplete" not in s["domains"]["web"] and s["judge_errors"] == {"truncated": 1}
+
+
+def test_a_row_the_closer_judge_was_never_asked_about_is_not_a_judge_failure():
+    won = {"mode": "closer", "wins": 1.0, "valid": 2}
+    unasked = {"mode": "closer", "wins": None, "not_asked": "no baseline prediction for this row"}
+    s = summarize([rec("web", 1, 1.0) | {"judge": won}, rec("web", 2, 1.0) | {"judge": unasked}], {"model": "m"})
+    web = s["domains"]["web"]
+    assert (web["judge_wins"], web["judge_failed"], web["judge_not_asked"]) == (100.0, 0, 1)

@@ -12,6 +12,7 @@ from servers import chat_stub
 from typer.testing import CliRunner
 
 from lwm.cli import app
+from lwm.errors import ModelUnavailableError
 from lwm.eval.rewards import RewardEvalConfig, agreement, judged_episodes, ranking, reward_eval
 from lwm.models import load_model
 from lwm.models.base import FunctionChatModel, SamplingParams
@@ -83,6 +84,13 @@ def test_a_served_model_is_scored_from_the_first_tokens_top_logprobs():
         traj = _episode(0, 1.0, KEYS, "o")
         v = asyncio.run(judge_verdict(OpenAIChatModel("m", url), traj))
     assert v.reward is None and "no log-probabilities" in v.error
+    # what arrived is named: another JSON body, or entries that are not (token, log-probability)
+    for body, shown in (([1, 2, 3], "[1,2,3]"), (None, "null"), (
+            {"choices": [{"logprobs": {"content": [{"top_logprobs": [{"token": 5, "logprob": "x"}]}]}}]}, "\"token\":5")):
+        with chat_stub(lambda _, b=body: b) as (url, _):
+            with pytest.raises(ModelUnavailableError, match="no log-probabilities") as e:
+                asyncio.run(OpenAIChatModel("m", url).answer_logprobs(MESSAGES, list(ANSWERS)))
+        assert shown in str(e.value)
 
 
 def test_an_episode_whose_actions_never_reached_the_environment_achieved_nothing():

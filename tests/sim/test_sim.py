@@ -69,6 +69,8 @@ def test_episode_end_is_judged_and_truncation_counts():
     env.reset(Task("t2", instruction="x"))
     done = env.step("[]")  # the terminal's own "done" action
     assert done.done and done.terminated and not done.truncated
+    env.reset(Task("t3", instruction="x", options={"max_turns": 1}))   # the task's own budget, under the ceiling
+    assert env.step(keys("ls\n")).truncated
 
 
 def test_controls_reach_the_prompt_and_provenance():
@@ -407,6 +409,14 @@ def test_a_task_sets_its_own_turn_budget_under_the_runs_ceiling():
     ("code", "Write the text into the file", False),
     ("fs", '{"name": "list_directory", "arguments": {"path": "/app"}}', True),
     ("fs", "list the directory", False),
+    ("mcp", '{"name": "list_tables", "arguments": {}}', True),
+    ("mcp", "List the tables, then read the first one.", False),
+    ("search", '{"name": "web_search", "arguments": {"query": ["json pretty print indent"]}}', True),
+    ("search", "Search the web for how to pretty-print JSON", False),
+    ("web", "click('23')", True),
+    ("web", "Click the login button", False),
+    ("swe", '{"name": "bash", "arguments": {"command": "python3 -m unittest -q"}}', True),
+    ("swe", "Run the tests and fix the failing one", False),
     ("terminal", "DONE", True),
 ])
 def test_an_answer_is_well_formed_only_when_it_is_one_action_and_nothing_else(domain, answer, well_formed):

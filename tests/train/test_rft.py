@@ -5,6 +5,7 @@ real verifier and TRL's real trainer, bad input."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import needs_sandbox
@@ -15,7 +16,7 @@ from lwm.cli import app
 from lwm.domains.tasks import families, read_task_file, write_task_file
 from lwm.domains.terminal.spec import keys
 from lwm.envs.base import Check, Task
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.sim.policy import agent_messages
 from lwm.train.curriculum import choose, family_table, write_curriculum
@@ -30,6 +31,7 @@ def test_the_curriculum_keeps_train_families_the_policy_sometimes_solves(tmp_pat
     summary = {"families": {"db/insert-row": _rate(3, 10), "db/create-table": _rate(0, 10),
                             "db/update-value": _rate(10, 10), "db/delete-rows": _rate(5, 10)}}
     (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "episodes.jsonl").write_text("")
     rows = write_curriculum(tmp_path, tmp_path / "c.jsonl", low=0.05, high=0.9, tasks_per_family=4)
     chosen = {r["family"]: r["chosen"] for r in rows}
     # never solved: no signal; always solved: nothing to learn; held out: never trained on
@@ -42,6 +44,7 @@ def test_the_curriculum_keeps_train_families_the_policy_sometimes_solves(tmp_pat
 
 
 def test_the_curriculum_refuses_unknown_families_and_empty_choices(tmp_path):
+    (tmp_path / "episodes.jsonl").write_text("")
     (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/no-such": _rate(1, 2)}}))
     with pytest.raises(ValueError, match="unknown family 'db/no-such'"):
         write_curriculum(tmp_path, tmp_path / "c.jsonl")
@@ -60,6 +63,14 @@ def test_the_curriculum_refuses_unknown_families_and_empty_choices(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"episodes": 3}))
     result = CliRunner().invoke(app, ["agent", "curriculum", str(tmp_path), "--out", str(tmp_path / "c.jsonl")])
     assert result.exit_code == 2 and "no per-family success" in result.output
+    # the evaluation's episodes say which tasks not to reuse: they must be readable, and there
+    (tmp_path / "summary.json").write_text(json.dumps({"families": {"db/insert-row": _rate(3, 10)}}))
+    (tmp_path / "episodes.jsonl").write_text("\n[1]\n")
+    with pytest.raises(RowFormatError, match=r"episodes.jsonl:2: "):
+        write_curriculum(tmp_path, tmp_path / "c.jsonl")
+    (tmp_path / "episodes.jsonl").unlink()
+    with pytest.raises(DataNotFoundError, match="no episodes.jsonl: the evaluation is unfinished"):
+        write_curriculum(tmp_path, tmp_path / "c.jsonl")
 
 
 def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
@@ -95,9 +106,35 @@ def test_prose_the_reward_model_paid_is_refused_unless_any_answer_is_asked():
     assert len(accepted_examples([paid, clean], 0.5, well_formed_only=False)) == 4
 
 
+def test_an_attempt_with_no_action_is_never_accepted():
+    task, _ = families("terminal")[1].generate(0)
+    done_at_once = Trajectory(id="terminal/t/s0", domain="terminal", task=task.instruction, system_prompt="",
+                              initial_observation="root@sandbox:/app#", turns=[], reward=0.9,
+                              metadata={"task_spec": task.to_dict(), "agent_answers": ["DONE"]})
+    assert not is_accepted(done_at_once, 0.5) and not is_accepted(done_at_once, 0.5, well_formed_only=False)
+
+
+def test_rft_refuses_held_out_tasks_a_mistyped_model_and_a_damaged_journal(tmp_path):
+    held = families("db", "heldout")[0].generate(0)
+    write_task_file(tmp_path / "held.jsonl", [("db", *held)])
+    with pytest.raises(ValueError, match=r"held.jsonl: task .* is of the held-out family db/"):
+        train_rft(RFTConfig(out=tmp_path / "h", tasks_file=tmp_path / "held.jsonl"), show_progress=False)
+    with pytest.raises(ModelUnavailableError):
+        train_rft(RFTConfig(out=tmp_path / "typo", world_model="nosuchmodel", tasks=1, samples=1),
+                  show_progress=False)
+    assert not (tmp_path / "typo" / "rft_settings.json").exists()   # the directory is not claimed by the typo
+    out = tmp_path / "damaged"
+    out.mkdir()
+    (out / "attempts.partial.jsonl").write_text(json.dumps({"id": "terminal/x/s0", "reward": "high"}) + "\n")
+    with pytest.raises(RowFormatError, match=r"attempts.partial.jsonl:1: not an attempt record"):
+        train_rft(RFTConfig(out=out, backend="real", tasks=1, samples=1), show_progress=False)
+
+
 def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
-                            ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of sim, real.")):
+                            ({"temperature": float("inf")}, "temperature must be a finite"),
+                            ({"lr": float("nan")}, "lr must be a finite"), ({"lr": 0.0}, "lr must be"),
+                            ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
     with pytest.raises(DataNotFoundError, match="no task file"):
@@ -106,7 +143,7 @@ def test_rft_refuses_bad_settings(tmp_path):
 
 @needs_sandbox
 @pytest.mark.slow
-def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path):
+def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     # a task every attempt achieves (its check always passes) and one none does: the real
     # verifier decides which attempts are kept
@@ -116,7 +153,8 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path):
                  check=Check("echo no", "yes", "equals"))
     write_task_file(tmp_path / "tasks.jsonl", [("terminal", always, ()), ("terminal", never, ())])
     # every answer counts here (the sampled ones may be prose): the verifier alone decides
-    config = RFTConfig(out=tmp_path / "rft", tasks_file=tmp_path / "tasks.jsonl", samples=2, backend="real",
+    monkeypatch.chdir(tmp_path)   # a run directory given relative to the working directory
+    config = RFTConfig(out=Path("rft"), tasks_file=tmp_path / "tasks.jsonl", samples=2, backend="real",
                        max_steps=1, temperature=1.0, well_formed_only=False)
     res = train_rft(config, show_progress=False)
     s = res.summary
@@ -126,8 +164,11 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "rft" / "data" / "train.jsonl").read_text().splitlines()]
     assert rows and all(r["family"] == "always" for r in rows)
     assert res.adapter_gguf is not None and res.adapter_gguf.is_file() and s["sft_steps"] == 1
-    again = train_rft(config, show_progress=False)   # resumed: no attempt is played twice
-    assert again.summary["attempts"] == 4
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")   # resumed from another directory: finished, nothing played twice
+    again = train_rft(RFTConfig(**{**config.__dict__, "out": tmp_path / "rft"}), show_progress=False)
+    assert again.summary == s and again.adapter_gguf == tmp_path / "rft" / "adapter.gguf"
+    assert json.loads((tmp_path / "rft" / "rft.json").read_text())["sft_steps"] == 1
     assert (tmp_path / "rft" / "attempts.partial.jsonl").read_text().count("\n") == 4
     none = RFTConfig(out=tmp_path / "none", tasks_file=tmp_path / "tasks.jsonl", domains=("terminal",), samples=1,
                      backend="real", threshold=1.0)

@@ -122,6 +122,43 @@ def test_the_agent_objective_generates_with_trls_vllm(tmp_path):
         AgentRollout(RLConfig(**{**config.__dict__, "base_url": url}), tasks)([tasks[0]["prompt"]] * 2, trainer)
 
 
+class Answers(VLLMStandIn):
+    """The stand-in, answering each prompt of a call with the next of ``answers``."""
+
+    def __init__(self, tokenizer, answers):
+        super().__init__(tokenizer)
+        self.answers = answers
+
+    def generate(self, prompts, images, num_generations):
+        ids = [self.tokenizer(a, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+               for a in self.answers[: len(prompts)]]
+        return prompts, ids, None, None
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_an_episode_that_breaks_its_sandbox_is_a_failure_and_the_others_go_on(tmp_path):
+    """On the real backend, an action that breaks its sandbox (``tmux kill-server``) ends
+    its episode as a failure, recorded as broken; the group's other episodes are played and
+    judged as usual."""
+    from types import SimpleNamespace
+
+    from lwm.train.sft import _load_base
+
+    _, tokenizer = _load_base("embedded")
+    trainer = SimpleNamespace(use_vllm=True, vllm_generation=Answers(tokenizer, ["tmux kill-server", "ls"]),
+                              processing_class=tokenizer, accelerator=SimpleNamespace(num_processes=1),
+                              state=SimpleNamespace(global_step=0), is_world_process_zero=lambda: True)
+    config = RLConfig(out=tmp_path, domains=("terminal",), tasks=1, prompts_per_step=1, max_turns=1,
+                      max_new_tokens=12, backend="real")
+    tasks = agent_tasks(config)
+    out = AgentRollout(config, tasks, log=tmp_path / "episodes.jsonl")([tasks[0]["prompt"]] * 2, trainer)
+    assert out["env_reward"] == [0.0, 0.0] and len(out["completion_ids"]) == 2
+    broken, played = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert "SandboxError" in broken["broken"] and broken["verdict"] == 0.0 and broken["observations"] == []
+    assert played["broken"] is None and played["observations"] and played["verdict"] == 0.0
+
+
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="num_generations must be at least 2"):
         RLConfig(out="x", num_generations=1)

@@ -183,7 +183,7 @@
         col.append(el("h4", null, `Prediction: ${name}`));
         if (!p) { col.append(el("p", "help", "this run has no prediction for this row")); cols.append(col); return; }
         const chips = el("p");
-        for (const m of ["exact", "edit_similarity", "line_f1", "judge"]) if (p.m[m] !== null) chips.append(metricChip(m.replace("_", " "), p.m[m]), " ");
+        for (const [m, label] of DATA.metrics) if (p.m[m] !== null) chips.append(metricChip(label, p.m[m]), " ");
         for (const issue of p.iss) chips.append(chip(`parse issue: ${issue}`, "flag"), " ");
         if (p.dr) chips.append(chip(`${p.dr} oldest history turns dropped`, "flag"));
         col.append(chips);
@@ -264,7 +264,7 @@
         if (s.pk) h.append(chip(s.pk, s.pk));
         if (s.pv) h.append(" ", el("span", "help", s.pv));
         step.append(h);
-        if (s.m) { const p = el("p", null, "against the real environment: "); for (const [k, v] of Object.entries(s.m)) p.append(metricChip(k.replace("_", " "), v), " "); step.append(p); }
+        if (s.m) { const p = el("p", null, "against the real environment: "); for (const [m, label] of DATA.metrics) if (m in s.m) p.append(metricChip(label, s.m[m]), " "); step.append(p); }
         if (s.a !== undefined) { step.append(el("h4", null, "Action")); step.append(textBlock(s.a)); }
         if (s.o !== undefined || s.real) {
           const cols = el("div", "cols");
