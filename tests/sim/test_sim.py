@@ -404,6 +404,7 @@ def test_a_task_sets_its_own_turn_budget_under_the_runs_ceiling():
     ("terminal", "I ran: ls", False),
     ("db", "SELECT name FROM people;", True),
     ("db", "The row is inserted;", False),
+    ("db", "SELECT name FROM people; This lists the names.", False),   # prose after the statement
     ("db", "Sure! ```sql\nSELECT 1;\n```", False),                             # prose around the block
     ("code", "print('done')", True),
     ("code", "Write the text into the file", False),

@@ -129,19 +129,25 @@ TABLE TRUNCATE UNLISTEN UPDATE VACUUM VALUES WITH (
 
 
 def ends_a_statement(text: str) -> bool:
-    """Whether an agent's SQL finishes at least one statement (``;``) or is a client
-    meta-command (``.tables``, ``\\dt``): the format it is asked for. Every finished
-    statement must start with an SQL statement's word (``SELECT``, ``INSERT`` …): a
-    sentence ending in ``;`` is prose.
+    """Whether an agent's SQL is finished statements and nothing else (each ended by ``;``)
+    or a client meta-command (``.tables``, ``\\dt``): the format it is asked for. Every
+    statement must start with an SQL statement's word (``SELECT``, ``INSERT`` …): a sentence
+    ending in ``;`` is prose, and so is text after the last ``;`` (comments aside).
 
     >>> ends_a_statement("INSERT INTO t VALUES (1);"), ends_a_statement("I inserted the row;")
     (True, False)
+    >>> ends_a_statement("SELECT 1; -- done"), ends_a_statement("SELECT 1; That prints the row.")
+    (True, False)
     """
+    import sqlparse
+
     stripped = text.strip()
     if stripped.startswith((".", "\\")):
         return True
     statements = list(_finished_statements(stripped))
-    return bool(statements) and all(words[0] in _STATEMENT_WORDS or words[0].startswith("(") for words in statements)
+    every = [s for s in sqlparse.split(stripped) if sqlparse.format(s, strip_comments=True).strip()]
+    return bool(statements) and len(statements) == len(every) and all(
+        words[0] in _STATEMENT_WORDS or words[0].startswith("(") for words in statements)
 
 
 def canonical(observation: str) -> str:
