@@ -344,7 +344,8 @@ def real_label(traj: Trajectory) -> float | None:
     real one; ``None`` when it has none.
 
     Raises:
-        ValueError: a verdict that is not a number in [0, 1] (``true`` and ``"1"`` are not).
+        ValueError: a verdict that is not a number in [0, 1] (of ``metadata.real_reward``,
+            ``true`` and ``"1"`` are not; a trajectory's ``reward`` is a number already).
     """
     simulated = traj.metadata.get("backend") == "sim"
     label = traj.metadata.get("real_reward") if simulated else traj.reward
@@ -364,8 +365,8 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
     family), ``kind`` (``trace`` unless ``lwm data verdicts`` set it) and ``simulated``.
     Episodes left out are counted in ``skipped`` by reason (``no real verdict``, ``no task
     families in <domain>``, ``unknown family <domain>/<family>``, ``read twice`` for an
-    episode identical to one read before: the same file under another name, a copy, or a run's
-    ``episodes.jsonl`` beside its ``episodes.partial.jsonl``).
+    episode identical to one read before: a copy or a hard link of a file, or the same episode
+    in two runs' files). A file named twice (however spelled) is read once, uncounted.
 
     Raises:
         DataNotFoundError: no such file, or an empty one.

@@ -251,6 +251,9 @@ class RewardEvalConfig:
         for k in ("out", "api_key", "rewards"):
             d.pop(k)
         d["episodes"] = [str(p) for p in self.episodes]
+        # episodes identical to one read before are read once (labelled_episodes): a run recorded
+        # before numbered repeated ids differently, so its journal cannot be resumed
+        d["episodes_read_once"] = True
         return d
 
     def sources(self) -> list[RewardSource]:

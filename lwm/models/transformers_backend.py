@@ -44,7 +44,9 @@ class TransformersChatModel:
             kwargs = dict(gguf_file=gguf.name, quantization_config=GgufConfig(dequantize=True))
             self.tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             self.model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **kwargs)
-            self.name = name or f"{model}-hf"
+            from lwm.models.embedded import EMBEDDED_NAME
+
+            self.name = name or (EMBEDDED_NAME + "-hf" if model == "embedded" else f"{model}-hf")
         else:
             if not Path(model).is_dir():  # local directories only: never a hub download
                 raise ModelUnavailableError(f"no Hugging Face model directory at {model}")

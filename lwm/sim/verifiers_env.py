@@ -135,6 +135,9 @@ class LwmEnvConfig(vf.EnvConfig):
     reward: str | None = None
     """sim: the reward source (:data:`lwm.sim.env.REWARD_SOURCES`; default: the simulator's, see
     ``lwm agent eval``)."""
+    show_task: bool = False
+    """sim: show the world model the agent's instruction (off, as in ``lwm agent eval`` and
+    ``lwm train rl``: told the goal, the warm-up world model predicted it after prose answers)."""
     max_turns: int = Field(4, ge=1)
     """Actions per episode at most (a task's own budget may be lower)."""
 
@@ -166,7 +169,7 @@ class LwmEnv(vf.Env[LwmEnvConfig]):
         config = self.config
         world = ModelSpec(config.world_model, base_url=config.world_model_base_url)
         return task_env_factory(domain, config.backend, world, reward=config.reward or "auto",
-                                max_turns=config.max_turns)
+                                show_task=config.show_task, max_turns=config.max_turns)
 
     async def run(self, task: LwmTask, agents: Any) -> None:
         """One episode; records ``lwm_reward`` and ``trace.info["lwm"]``."""

@@ -305,7 +305,8 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
 
     if config.tasks_file:
         listed = read_task_file(config.tasks_file)
-        refuse_heldout(listed, config.tasks_file)
+        refuse_heldout([item for item in listed if not config.domains or item[0] in config.domains],
+                       config.tasks_file)
         for domain, task, _ in listed:
             if not config.domains or domain in config.domains:
                 add(domain, task)
@@ -380,9 +381,11 @@ class AgentRollout:
             episodes.append({"domain": domain, "task": task, "env": env, "messages": list(messages),
                              "prompt_ids": ids, "completion": [], "mask": [], "said": [], "observations": [],
                              "formats": [], "active": True})
-        for failed in _each([e["env"] for e in episodes], "reset", [(e["task"],) for e in episodes]):
-            if isinstance(failed, SandboxError):  # no action played yet: the machine's fault, not the policy's
-                raise failed
+        resets = _each([e["env"] for e in episodes], "reset", [(e["task"],) for e in episodes])
+        if failed := next((r for r in resets if isinstance(r, SandboxError)), None):
+            for e in episodes:  # no action played yet: the machine's fault, not the policy's
+                e["env"].close()
+            raise failed
         eos = tokenizer.eos_token_id
         clock["environment"] += time.monotonic() - t
         for turn in range(self.config.max_turns):
@@ -741,7 +744,9 @@ def policy_for(out: Path) -> tuple[str, str | None]:
     Raises:
         DataNotFoundError: the run has no exported adapter.
         RowFormatError: the run's record is damaged.
-        ModelUnavailableError: the merged warm-up model cannot be written.
+        ModelUnavailableError: the merged model (the base with its shipped adapter) cannot be
+            written.
+        ValueError: the run records a model name no model has.
     """
     out = Path(out)
     gguf = out / "adapter.gguf"
@@ -753,10 +758,10 @@ def policy_for(out: Path) -> tuple[str, str | None]:
     from lwm.models.embedded import named_gguf
 
     model = settings.get("model", "embedded")
-    base = named_gguf(model) if isinstance(model, str) else None
-    if base is None or model == "embedded":  # the bundled model runs under its own name
+    if model == "embedded" or not isinstance(model, str):  # the bundled model runs under its own name
         return "embedded", str(gguf)
-    return str(base), str(gguf)
+    base = named_gguf(model)  # a shipped adapter merged in (embedded-warmup)
+    return (str(base) if base else "embedded"), str(gguf)
 
 
 __all__ = ["AgentRollout", "RLConfig", "RLResult", "agent_tasks", "fidelity_dataset", "policy_for", "train_rl"]

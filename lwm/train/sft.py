@@ -375,9 +375,11 @@ def embedded_hf_dir() -> Path:
 
 def _hf_dir(gguf: Path) -> Path:
     # A GGUF file dequantized once into a Hugging Face folder under $LWM_HOME/models.
+    from lwm.models.embedded import EMBEDDED_NAME, embedded_gguf_path
     from lwm.paths import lwm_home
 
-    target = lwm_home() / "models" / f"{gguf.stem}-hf-fp32"
+    stem = EMBEDDED_NAME if gguf == embedded_gguf_path() else gguf.stem  # the bundled model's cache keeps its name
+    target = lwm_home() / "models" / f"{stem}-hf-fp32"
     if (target / "config.json").exists():
         return target
     try:

@@ -67,6 +67,8 @@ def test_pairwise_truncations_are_counted_per_row():
 def test_a_row_the_closer_judge_was_never_asked_about_is_not_a_judge_failure():
     won = {"mode": "closer", "wins": 1.0, "valid": 2}
     unasked = {"mode": "closer", "wins": None, "not_asked": "no baseline prediction for this row"}
-    s = summarize([rec("web", 1, 1.0) | {"judge": won}, rec("web", 2, 1.0) | {"judge": unasked}], {"model": "m"})
-    web = s["domains"]["web"]
+    s = summarize([rec("web", 1, 1.0) | {"judge": won}, rec("web", 2, 1.0) | {"judge": unasked},
+                   rec("db", 1, 1.0) | {"judge": unasked}], {"model": "m"})
+    web, db = s["domains"]["web"], s["domains"]["db"]
     assert (web["judge_wins"], web["judge_failed"], web["judge_not_asked"]) == (100.0, 0, 1)
+    assert db["judge_not_asked"] == 1 and "judge_failed" not in db   # a domain where none was asked

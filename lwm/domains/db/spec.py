@@ -138,14 +138,17 @@ def ends_a_statement(text: str) -> bool:
     (True, False)
     >>> ends_a_statement("SELECT 1; -- done"), ends_a_statement("SELECT 1; That prints the row.")
     (True, False)
+    >>> ends_a_statement("SELECT 1;;\\n.tables")   # an empty statement and a meta-command line are fine
+    True
     """
     import sqlparse
 
     stripped = text.strip()
     if stripped.startswith((".", "\\")):
         return True
-    statements = list(_finished_statements(stripped))
-    every = [s for s in sqlparse.split(stripped) if sqlparse.format(s, strip_comments=True).strip()]
+    sql = "\n".join(line for line in stripped.splitlines() if not line.lstrip().startswith((".", "\\")))
+    statements = list(_finished_statements(sql))
+    every = [s for s in sqlparse.split(sql) if sqlparse.format(s, strip_comments=True).strip(" \n\t;")]
     return bool(statements) and len(statements) == len(every) and all(
         words[0] in _STATEMENT_WORDS or words[0].startswith("(") for words in statements)
 
