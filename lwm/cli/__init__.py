@@ -465,7 +465,7 @@ def agent_rewards(
     out: Path | None = option(RewardEvalConfig, "out", default=None, help_suffix="Default: runs/<timestamp>/rewards."),
     split: str = option(RewardEvalConfig, "split"),
     reward: list[str] = option(RewardEvalConfig, "rewards", "--reward", default=["verdict"],
-                               help_suffix="Repeat the flag for several. Default: verdict."),
+                               help_suffix="Repeat the flag for several."),
     reward_model: str | None = option(RewardEvalConfig, "reward_model"),
     adapter: Path | None = option(RewardEvalConfig, "adapter", default=None),
     model: str = option(RewardEvalConfig, "world_model", "--model"),
