@@ -10,7 +10,7 @@ QwenLM/Qwen-AgentWorld README and read by its ``eval/eval.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -327,6 +327,20 @@ def parse_trajectory(obj: dict, path: str | Path, line: int) -> Trajectory:
     except ValidationError as e:
         err = e.errors()[0]
         raise RowFormatError(path, line, f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def episode_problem(record: dict, check: Callable[[Trajectory], object] | None = None) -> str | None:
+    """What is wrong with a journal line that should hold an episode (hand-edited, another
+    tool's), or ``None``: the ``check`` of :func:`lwm.jobs.run_jobs` for jobs whose records
+    are trajectories. ``check`` may test the trajectory further (raising ``ValueError`` or
+    ``TypeError``)."""
+    try:
+        traj = Trajectory.model_validate(record)
+        if check is not None:
+            check(traj)
+    except (ValueError, TypeError) as e:
+        return f"not an episode record ({str(e).splitlines()[0]}…); delete the line to play it again"
+    return None
 
 
 def read_trajectories(path: str | Path, *, skip_truncated_tail: bool = False) -> Iterator[Trajectory]:

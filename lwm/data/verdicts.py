@@ -56,6 +56,7 @@ import re
 import time
 import zlib
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +143,7 @@ class VerdictDataConfig:
         self.out = Path(self.out)
         self.domains = tuple(self.domains) or task_domains()
         # a file given twice (however spelled) is read once, as first given: its episodes would count twice
-        first: dict[Path, Path] = {}
-        for p in map(Path, self.from_runs):
-            first.setdefault(p.resolve(), p)
-        self.from_runs = tuple(first.values())
+        self.from_runs = distinct_files(self.from_runs)
         known = set(task_domains())
         if unknown := [d for d in self.domains if d not in known]:
             raise ValueError(f"no task families for {', '.join(unknown)}; domains with families: "
@@ -357,6 +355,19 @@ def real_label(traj: Trajectory) -> float | None:
     return float(label)
 
 
+def distinct_files(paths: Iterable[str | Path]) -> tuple[Path, ...]:
+    """``paths`` with each file once (however spelled: ``a/../b``, a symlink), under the name
+    it was first given.
+
+    >>> distinct_files(["x.jsonl", "./x.jsonl", "y.jsonl"])
+    (PosixPath('x.jsonl'), PosixPath('y.jsonl'))
+    """
+    first: dict[Path, Path] = {}
+    for p in map(Path, paths):
+        first.setdefault(p.resolve(), p)
+    return tuple(first.values())
+
+
 def labelled_episodes(paths: tuple[Path, ...] | list[Path],
                       skipped: Counter[str] | None = None) -> list[tuple[Trajectory, Task | None]]:
     """Every episode of ``paths`` with a real verdict and a task family of its domain, as
@@ -373,10 +384,8 @@ def labelled_episodes(paths: tuple[Path, ...] | list[Path],
         RowFormatError: a line that is not a trajectory, or whose verdict is not a number
             in [0, 1] (file and line named).
     """
-    out, seen, files = [], set(), {}
-    for p in map(Path, paths):
-        files.setdefault(p.resolve(), p)  # a file named twice is read once, under its first name
-    for path in files.values():
+    out, seen = [], set()
+    for path in distinct_files(paths):
         if not path.is_file():
             raise DataNotFoundError(f"{path} is a directory, not an episode file" if path.is_dir() else
                                     f"no episode file {path}")

@@ -42,7 +42,7 @@ from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.metrics import wilson_interval
 from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import request_settings
-from lwm.schema import Trajectory, write_trajectories
+from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.policy import PolicySpec
 from lwm.sim.rollout import EpisodeJob, play_for_real
@@ -235,13 +235,9 @@ def agent_eval(config: AgentEvalConfig, *, show_progress: bool = True) -> AgentE
 
 
 def _trajectory_problem(record: dict) -> str | None:
-    # A journal line that is not an episode (hand-edited, another tool's): named, not guessed at.
-    try:
-        traj = Trajectory.model_validate(record)
-        int(traj.metadata.get("actions", 0)), int(traj.metadata.get("valid_actions", 0))
-    except (ValueError, TypeError) as e:
-        return f"not an episode record ({str(e).splitlines()[0]}…); delete the line to play it again"
-    return None
+    # A journal line that is not an episode, or whose counts are not numbers: named, not guessed at.
+    return episode_problem(record, lambda t: (int(t.metadata.get("actions", 0)),
+                                              int(t.metadata.get("valid_actions", 0))))
 
 
 def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:

@@ -71,7 +71,7 @@ def _group(records: list[dict]) -> dict:
             valid = [j for j in judged if j.get("wins") is not None]
             g["judge_wins"] = _pct([j["wins"] for j in valid])
         g["judge_failed"] = len(judged) - len(valid)
-    if judged or any("judge" in r for r in records):
+    if any("judge" in r for r in records):
         g["judge_not_asked"] = len(records) - len(judged)
     return g
 

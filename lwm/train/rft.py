@@ -40,7 +40,7 @@ from lwm.errors import DataNotFoundError, JobsFailedError
 from lwm.jobs import run_jobs
 from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
-from lwm.schema import Trajectory, write_trajectories
+from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
@@ -147,15 +147,6 @@ def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
     return items
 
 
-def _attempt_problem(record: dict) -> str | None:
-    # A journal line that is not an attempt (hand-edited, another tool's): named, not guessed at.
-    try:
-        Trajectory.model_validate(record)
-    except ValueError as e:
-        return f"not an attempt record ({str(e).splitlines()[0]}…); delete the line to sample it again"
-    return None
-
-
 def _factory(config: RFTConfig, domain: str) -> EnvFactory:
     return task_env_factory(domain, config.backend, ModelSpec(config.world_model), reward=config.reward,
                             max_turns=config.max_turns)
@@ -238,7 +229,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             items.append((eid, EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
                                           metadata=(("sample", k),))))
     report = run_jobs(items, lambda job: job(), journal=config.out / "attempts.partial.jsonl",
-                      description=f"attempts ({config.backend})", progress=show_progress, check=_attempt_problem)
+                      description=f"attempts ({config.backend})", progress=show_progress, check=episode_problem)
     if report.failures:  # learning from the rest would change what the run learns from on a retry
         first, reason = next(iter(report.failures.items()))
         raise JobsFailedError(f"{len(report.failures)} of {len(items)} attempts failed ({first}: {reason}); run the "

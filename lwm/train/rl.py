@@ -305,11 +305,10 @@ def agent_tasks(config: RLConfig) -> list[dict[str, Any]]:
 
     if config.tasks_file:
         listed = read_task_file(config.tasks_file)
-        refuse_heldout([item for item in listed if not config.domains or item[0] in config.domains],
-                       config.tasks_file)
-        for domain, task, _ in listed:
-            if not config.domains or domain in config.domains:
-                add(domain, task)
+        chosen = [item for item in listed if not config.domains or item[0] in config.domains]
+        refuse_heldout(chosen, config.tasks_file)
+        for domain, task, _ in chosen:
+            add(domain, task)
         if not out:
             raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)} "
                              f"(its domains: {', '.join(sorted({d for d, _, _ in listed}))})")

@@ -126,7 +126,7 @@ def test_rft_refuses_held_out_tasks_a_mistyped_model_and_a_damaged_journal(tmp_p
     out = tmp_path / "damaged"
     out.mkdir()
     (out / "attempts.partial.jsonl").write_text(json.dumps({"id": "terminal/x/s0", "reward": "high"}) + "\n")
-    with pytest.raises(RowFormatError, match=r"attempts.partial.jsonl:1: not an attempt record"):
+    with pytest.raises(RowFormatError, match=r"attempts.partial.jsonl:1: not an episode record"):
         train_rft(RFTConfig(out=out, backend="real", tasks=1, samples=1), show_progress=False)
 
 
