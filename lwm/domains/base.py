@@ -10,7 +10,7 @@ suite) are imported only when used, through the small functions the spec holds.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -168,6 +168,12 @@ class Domain:
             :class:`~lwm.errors.ActionFormatError`'s, ``previous`` the last observation);
             ``None``: it takes the action anyway. The simulator answers the same
             (:meth:`refusal`), so a malformed action looks the same in both backends.
+        certain_answer: ``(action, observations, system) -> observation | None``, the real
+            environment's answer where the action alone decides it (code: a cell that does
+            not compile shows its syntax error and runs nothing), given the episode's earlier
+            observations (oldest first, the reset's excluded) and the world model's system
+            prompt; ``None``: the world model predicts it. The simulator answers it
+            (:meth:`certain`), so no model invents an answer there.
         trivial_observation: ``(action, previous, system) -> observation``, the reference
             guess of ``lwm eval --model baseline:trivial`` (``None``: the empty guess).
         environment: ``environment(**options) -> RealEnvironment``, a fresh real
@@ -209,6 +215,7 @@ class Domain:
     ends_episode: Callable[[str], bool] = _never
     task_options: tuple[TaskOption, ...] = ()
     invalid_answer: Callable[[str, str], str | None] = invalid_action
+    certain_answer: Callable[[str, Sequence[str], str], str | None] | None = None
     trivial_observation: Callable[[str, str, str], str] | None = None
     environment: Callable[..., RealEnvironment] | None = None
     import_only: str | None = None
@@ -276,6 +283,20 @@ class Domain:
             return None if answer is None else Refusal(e.reason, answer)
         return None
 
+    def certain(self, action: str, observations: Sequence[str] = (), system: str = "") -> str | None:
+        """The real environment's answer to a well-formed ``action`` that the action alone
+        decides (:attr:`certain_answer`), or ``None``: the world model predicts it.
+
+        >>> from lwm import domains
+        >>> domains.get("code").certain("print(1").splitlines()[-1]
+        "SyntaxError: '(' was never closed"
+        >>> domains.get("code").certain("print(1)"), domains.get("terminal").certain("[]")
+        (None, None)
+        """
+        if self.certain_answer is None or not self.accepts(action):
+            return None
+        return self.certain_answer(action, observations, system)
+
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"a domain's name is lower-case letters, digits and _ (it names files and ids), "
@@ -289,8 +310,8 @@ class Domain:
             raise ValueError(f"domain {self.name!r}: render_change, observed_change and change_instruction "
                              "come together")
         for part in ("system_prompt", "parse_action", "ends_episode", "probe_action", "probe_output",
-                     "trivial_observation", "canonical", "environment", "suite", "tasks", "render_change",
-                     "observed_change"):
+                     "trivial_observation", "certain_answer", "canonical", "environment", "suite", "tasks",
+                     "render_change", "observed_change"):
             value = getattr(self, part)
             if value is not None and not callable(value):
                 raise ValueError(f"domain {self.name!r}: {part} must be callable, not {type(value).__name__} "

@@ -140,6 +140,22 @@ def _malformed(domain: Domain, script: Script) -> tuple[Status, str]:
     return "pass", f"step({action!r}) is answered, not raised: {result.observation!r:.60}"
 
 
+def _certain(domain: Domain, script: Script) -> tuple[Status, str]:
+    env = domain.make_env()
+    try:
+        env.reset(script.task)
+        action = next((a for a in MALFORMED if domain.certain(a, [], env.system_prompt()) is not None), None)
+        if action is None:
+            return "skip", "no action's answer is certain (Domain.certain_answer): the world model predicts them all"
+        expected, got = domain.certain(action, [], env.system_prompt()), env.step(action).observation
+    finally:
+        env.close()
+    if got != expected:
+        return "fail", (f"step({action!r}) answered {got!r:.80}, but the simulator answers {expected!r:.80} "
+                        "without asking the world model (Domain.certain_answer): the two must agree")
+    return "pass", f"step({action!r}) is answered as the simulator answers it: {got!r:.60}"
+
+
 def _deterministic(domain: Domain, script: Script) -> tuple[Status, str]:
     first = _play(domain, script)
     second = _play(domain, script)
@@ -186,6 +202,7 @@ _CHECKS: tuple[tuple[str, Callable[[Domain, Script], tuple[Status, str]]], ...] 
     ("reset", _reset),
     ("step", _steps),
     ("malformed action", _malformed),
+    ("certain answer", _certain),
     ("deterministic", _deterministic),
     ("closed", _closed),
 )

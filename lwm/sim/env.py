@@ -243,7 +243,9 @@ class SimEnv:
             ``judge_every_step``). An action the domain's real environment refuses as
             malformed gets that environment's answer, not the model's
             (:meth:`~lwm.domains.base.Domain.refusal`; ``info["action_error"]``, provenance
-            ``<domain>/refusal``), as the ``real`` backend gives it.
+            ``<domain>/refusal``), as the ``real`` backend gives it; so does an action whose
+            answer it alone decides (:meth:`~lwm.domains.base.Domain.certain`: a cell that does
+            not compile; provenance ``<domain>/certain``).
 
         Raises:
             EnvironmentClosedError: not reset.
@@ -256,6 +258,9 @@ class SimEnv:
             # answered as the real environment answers it: a malformed action reaches nothing
             prov = Provenance(kind="simulated", source=f"{self.domain}/refusal")
             predicted = {"observation": refused.observation, "action_error": refused.reason, "parse_issues": []}
+        elif (certain := self.spec.certain(action, [t.observation for t in traj.turns], traj.system_prompt)):
+            prov = Provenance(kind="simulated", source=f"{self.domain}/certain")  # the action alone decides it
+            predicted = {"observation": certain, "parse_issues": []}
         else:
             prov = Provenance(kind="simulated", source=self.model.name, sampling=self.sampling.to_dict(),
                               controls=[c.label() for c in self.controls] or None)

@@ -425,3 +425,37 @@ def test_an_answer_is_well_formed_only_when_it_is_one_action_and_nothing_else(do
     from lwm.sim.policy import well_formed_answer
 
     assert well_formed_answer(domains.get(domain), answer) is well_formed
+
+
+@needs_sandbox
+def test_a_cell_that_does_not_compile_is_answered_as_the_real_interpreter_answers_it():
+    from lwm import domains
+
+    code = domains.get("code")
+    cells = ["x = 1", "x = (", "print(x", "import os\nos._exit(3)", "def f(:\n    pass", "x = 2 +\n", "%time 1",
+             "1 + 1", "'\\x00' + b'\0'"]
+    real = make_env("code", "real")
+    real.reset(Task("t"))
+    system, seen, certain = real.system_prompt(), [], 0
+    for cell in cells:
+        want = real.step(cell).observation
+        got = code.certain(cell, seen, system)
+        assert got is None or got == want, cell
+        certain += got is not None
+        seen.append(want)
+    real.close()
+    assert certain == 5   # the five cells that do not compile, numbered across the restart
+
+
+def test_the_simulator_answers_a_cell_that_does_not_compile_without_the_model():
+    seen = []
+    env = SimEnv("code", echo_model(seen), judge_rewards=False)
+    env.reset(Task("t"), initial_observation="(no output)")
+    assert env.step("x = 1").observation == "obs of ### Turn 1"
+    r = env.step("print(x")
+    assert r.observation.startswith('[error]\n  File "<cell 2>", line 1\n    print(x\n')
+    assert len(seen) == 1 and env.trajectory.turns[1].provenance.source == "code/certain"
+    other = SimEnv("code", echo_model(seen), system_prompt="You simulate a persistent Python 2.7 interpreter.",
+                   judge_rewards=False)   # another version's messages: the model answers
+    other.reset(Task("t"), initial_observation="(no output)")
+    assert other.step("print(x").observation == "obs of ### Turn 1" and len(seen) == 2

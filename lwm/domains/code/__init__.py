@@ -25,6 +25,7 @@ DOMAIN = Domain(
     reward_rubric=('Success in a Python interpreter: the variables, functions or files the task asks for hold '
                    "exactly the asked values at the end; a traceback after a cell means the cell's work stopped "
                    'there.'),
+    certain_answer=spec.certain_answer,
     trivial_observation=spec.trivial_observation,
     probe_output=spec.probe_output,
     environment=Lazy("lwm.domains.code.env:CodeEnv"),

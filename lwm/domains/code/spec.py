@@ -22,7 +22,11 @@ the line ``[... truncated: showing <limit> of <total> characters]``.
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
+import traceback
+from collections.abc import Sequence
 from typing import Any
 
 from lwm.errors import ActionFormatError
@@ -203,3 +207,49 @@ def trivial_observation(action: str, previous: str = "", system: str = "") -> st
     """The domain-aware trivial guess (a baseline, not a world model): most cells
     (assignments, definitions, imports) print nothing."""
     return EMPTY
+
+
+_VERSION = re.compile(r"a persistent Python (\d+)\.(\d+) interpreter")
+_LIMIT = re.compile(r"A block longer than (\d+) characters")
+
+
+def cell_number(observations: Sequence[str]) -> int:
+    """The execution count of the next cell after ``observations`` (the episode's earlier
+    cells' observations, oldest first): 1 after a (re)start, +1 for every cell.
+
+    >>> cell_number([]), cell_number(["Out[1]: 2", "(no output)"]), cell_number(["x", NOTICES["died"]])
+    (1, 3, 1)
+    """
+    since = next((i for i, obs in enumerate(reversed(observations)) if "\n[restarted] " in f"\n{obs}"), None)
+    return 1 + (len(observations) if since is None else since)
+
+
+def certain_answer(action: str, observations: Sequence[str], system: str = "") -> str | None:
+    """The interpreter's answer to a cell that does not compile: it runs nothing and shows
+    CPython's syntax error for ``File "<cell n>"`` (as the controller formats it:
+    ``traceback.format_exception_only``), so no world model is needed. ``None`` for a
+    cell that compiles or holds a null byte, or when ``system`` (the world model's system
+    prompt) simulates another Python version than the one running ``lwm`` (its messages
+    differ; ``lwm check-env code`` compares the two interpreters).
+
+    >>> print(certain_answer("x = (1,", ["Out[1]: 2"]))
+    [error]
+      File "<cell 2>", line 1
+        x = (1,
+            ^
+    SyntaxError: '(' was never closed
+    """
+    version = _VERSION.search(system)
+    if "\0" in action or version and tuple(map(int, version.groups())) != sys.version_info[:2]:
+        return None  # a null byte: refused before parsing, in words that differ between 3.11 releases
+    filename = f"<cell {cell_number(observations)}>"
+    try:
+        ast.parse(action, filename, "exec")
+    except SyntaxError as e:
+        error = "".join(traceback.format_exception_only(type(e), e)).rstrip("\n")
+    except (RecursionError, MemoryError):  # deep nesting: the message depends on the process's stack
+        return None
+    else:
+        return None
+    limit = int(m.group(1)) if (m := _LIMIT.search(system)) else OUTPUT_LIMIT
+    return f"[error]\n{truncate(error[:limit], len(error), limit)}"
