@@ -164,13 +164,17 @@ def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "fu
     """The full observation of the row's current turn from what the model wrote: as it is
     where :func:`row_prediction` says ``full``, else drawn by the domain's renderer
     from the previous observation (the row's ground truth before this turn: teacher
-    forcing), the action and ``predicted`` (an unreadable action types nothing). An empty
+    forcing), the action and ``predicted`` (an unreadable action types nothing), with what the
+    action alone decides put right first (:attr:`~lwm.domains.base.Domain.ground_change`: the
+    terminal's echo of typed keystrokes). An empty
     prediction stays empty: a model that wrote nothing is not credited with the previous
     observation."""
     if row_prediction(row, prediction) == "full" or not predicted.strip():
         return predicted
-    render = domains.get(row.domain).render_change
-    return render(predicted, previous_observation(row), action_of(row) or "", row.system_str)
+    spec, previous, action = domains.get(row.domain), previous_observation(row), action_of(row) or ""
+    if spec.ground_change is not None:
+        predicted = spec.ground_change(predicted, previous, action, row.system_str)
+    return spec.render_change(predicted, previous, action, row.system_str)
 
 
 __all__ = [

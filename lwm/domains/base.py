@@ -197,6 +197,10 @@ class Domain:
             ``None`` when there is none (given with :attr:`render_change`).
         change_instruction: what a world model in mode ``change`` is told to write (added
             to the system prompt).
+        ground_change: ``ground_change(change, previous, action, system) -> change``, a
+            predicted change with what the action alone decides put right before it is
+            drawn (the terminal: the echo of typed keystrokes at a shell's prompt); a real
+            observation's change must come back unchanged (given with :attr:`render_change`).
         tasks: ``tasks()`` returns the domain's agent task families (``tasks.py``:
             ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
             the names of the families never trained on); ``None``: no task families.
@@ -227,6 +231,7 @@ class Domain:
     render_change: Callable[[str, str, str, str], str] | None = None
     observed_change: Callable[[str, str, str, str], str | None] | None = None
     change_instruction: str = ""
+    ground_change: Callable[[str, str, str, str], str] | None = None
 
     def check_task(self, task: Task) -> None:
         """Refuse a task this domain cannot start: an option it does not know or a value
@@ -309,9 +314,11 @@ class Domain:
                 self.render_change is not None and not self.change_instruction):
             raise ValueError(f"domain {self.name!r}: render_change, observed_change and change_instruction "
                              "come together")
+        if self.ground_change is not None and self.render_change is None:
+            raise ValueError(f"domain {self.name!r}: ground_change puts a change right: it needs render_change")
         for part in ("system_prompt", "parse_action", "ends_episode", "probe_action", "probe_output",
                      "trivial_observation", "certain_answer", "canonical", "environment", "suite", "tasks",
-                     "render_change", "observed_change"):
+                     "render_change", "observed_change", "ground_change"):
             value = getattr(self, part)
             if value is not None and not callable(value):
                 raise ValueError(f"domain {self.name!r}: {part} must be callable, not {type(value).__name__} "

@@ -217,3 +217,58 @@ def test_a_failed_answer_leaves_the_terminal_unusable_not_out_of_step(env):
         env.step(keys("echo hi\n"))
     with pytest.raises(SandboxError, match="unusable after an earlier failure"):
         env.step(keys("echo again\n"))
+
+
+def test_ground_change_puts_the_echo_of_typed_keys_right():
+    from lwm.domains.terminal.spec import ground_change
+
+    prompt = "root@sandbox:/app/a#"
+    long = "touch project/src/main.py project/tests/test_main.py project/docs/README.md"
+    action = json.dumps([{"keystrokes": long + "\n", "duration": 0.3}])
+    echo = f"{prompt} {long}"
+    wrapped = f"{echo[:80]}\n{echo[80:]}"
+    # a miscopied command that the model wrapped, or cut short, and another directory's prompt
+    assert ground_change(f"{echo[:80]}\n{echo[80:-3]}\n{prompt}", prompt, action) == f"{wrapped}\n{prompt}"
+    assert ground_change(f"{prompt} touch project/src/main.py\n{prompt}", prompt, action) == f"{wrapped}\n{prompt}"
+    assert ground_change("root@sandbox:/app# ls\nb\nroot@sandbox:/app#", prompt, keys("ls\n")) == \
+        f"{prompt} ls\nb\nroot@sandbox:/app#"   # the output and the new prompt stay the model's
+    # no Enter: nothing runs, whatever the model thought
+    assert ground_change(f"{prompt} C-c\n{prompt}", prompt, keys("C-c")) == f"{prompt} ^C\n{prompt}"
+    assert ground_change(f"{prompt} sleep 1\n{prompt}", f"{prompt} sleep 1", keys("C-c")) == \
+        f"{prompt} sleep 1\n{prompt}"   # C-c while a command runs: the model's to say
+    assert ground_change(f"{prompt} rm -rf x\n{prompt}", prompt, keys("rm -rf x", "C-c")) == \
+        f"{prompt} rm -rf x^C\n{prompt}"
+    assert ground_change(f"{prompt} echo hi\nhi\n{prompt}", prompt, keys("echo hi")) == f"{prompt} echo hi"
+    untouched = [
+        ("root@sandbox:/app# ls\n" + "x" * 80 + "\nroot@sandbox:/app#", "root@sandbox:/app#", "not json"),
+        ("root@sandbox:/app# l\nroot@sandbox:/app#", "root@sandbox:/app#", keys("l", "Tab", "\n")),  # completion
+        ("> fi\nyes\nroot@sandbox:/app#", "$ if true; then\n>", keys("fi\n")),   # a continuation line
+        (">>> 1 + 1\n2\n>>>", ">>>", keys("1 + 1\n")),                           # a program reads the keys
+        (".0\n\nroot@sandbox:/app#", "root@sandbox:/app#", keys("printf x.0\n")),  # the screen scrolled
+        ("root@sandbox:/app# done\nroot@sandbox:/app#", "root@sandbox:/app#", keys("")),  # nothing typed
+    ]
+    for change, previous, act in untouched:
+        assert ground_change(change, previous, act) == change, change
+
+
+@needs_sandbox
+def test_ground_change_leaves_every_real_change_as_it_is():
+    """A perfect answer stays perfect: the change of each real screen comes back unchanged
+    (long commands that wrap, a new directory's prompt, a continuation line, completion, a
+    background job that prints on the prompt's line, a program that reads the keys)."""
+    from lwm.domains.terminal.spec import ground_change, observed_change
+
+    steps = [keys("mkdir -p a/b && cd a/b\n"), keys("echo " + "word " * 30 + "\n"), keys("echo 'one\n"),
+             keys("two'\n"), keys("ls /us", "Tab", "\n"), keys("(sleep 0.5; echo bg-done) &\n"),
+             keys("", duration=1.0), keys("python3 -q\n", duration=1.0), keys("1 + 1\n"), keys("exit()\n")]
+    env = TerminalEnv()
+    previous, checked = env.reset(Task("t")), 0
+    for action in steps:
+        observation = env.step(action).observation
+        change = observed_change(previous, action, observation)
+        if change is not None:
+            assert ground_change(change, previous, action) == change, (action, change)
+            checked += 1
+        previous = observation
+    env.close()
+    assert checked >= 8

@@ -28,6 +28,7 @@ DOMAIN = Domain(
     trivial_observation=spec.trivial_observation,
     render_change=spec.render_change,
     observed_change=spec.observed_change,
+    ground_change=spec.ground_change,
     change_instruction=spec.CHANGE_INSTRUCTION,
     probe_action=spec.probe_keys,
     probe_output=spec.command_output,

@@ -322,6 +322,76 @@ def render_change(change: str, previous: str, action: str = "", system: str = ""
     return "\n".join(_screen_lines("\n".join(rows[-height:])))
 
 
+#: A line that starts with a shell's prompt (a model may write another directory's).
+_PROMPTED = re.compile(r"\S*[#$](?: |$)")
+#: Keys that press Enter, and the keys :func:`trivial_observation` draws exactly at a prompt.
+_ENTER_KEYS = frozenset({"Enter", "C-m", "C-j"})
+_DRAWN_KEYS = frozenset({"Space", "BSpace", "C-h", "C-c"})
+#: How many characters short of the width a model's echo line may be and still wrap on.
+_SLACK = 8
+
+
+def ground_change(change: str, previous: str, action: str, system: str = "") -> str:
+    """``change`` (a world model's, mode ``change``) with what the action alone decides put
+    right, when the cursor's line is a shell's prompt (nothing runs in the foreground):
+
+    * an action that types without pressing Enter (plain text, ``C-c``, backspaces) runs
+      nothing: the change is the typed text echoed (``^C`` and a fresh prompt for ``C-c``),
+      as :func:`trivial_observation` draws it (a wait that types nothing is the model's: a
+      background job may print);
+    * otherwise the first lines, the cursor's line with the text typed up to the first
+      Enter, are that text as typed (wrapped at the terminal's width): a small model
+      miscopies long commands and prompts. The lines the model wrote for that echo are its
+      first line and, up to the echo's own count, those after a line it filled to about the
+      width; its lines after them (the output, the next prompt) are kept.
+
+    Left as it is when the action is not the terminal's JSON, when a key name other than
+    those (``Tab``, ``Up``, ``C-l``) comes before the first Enter, when the cursor's line is
+    not a prompt (a running program, a continuation line) or when the change does not start
+    on a prompt (the screen scrolled the cursor's line away).
+
+    >>> ground_change("$ ls -l a.t\\na.txt\\n$", "$", '[{"keystrokes": "ls -la a.txt\\\\n"}]')
+    '$ ls -la a.txt\\na.txt\\n$'
+    >>> ground_change("$ rm -rf x\\n$", "$", '[{"keystrokes": "rm -rf x"}]')
+    '$ rm -rf x'
+    """
+    try:
+        keys = parse_action(action)
+    except ActionFormatError:
+        return change
+    lines, cursor = change.split("\n"), _screen_lines(previous)[-1] if previous.strip() else ""
+    if not (keys and change and _PROMPT_END.search(cursor)
+            and (lines[0].startswith(cursor) or _PROMPTED.match(lines[0]))):
+        return change  # not at a shell's prompt, or the screen scrolled the cursor's line away
+    names = [k.keystrokes for k in keys if k.is_key_name]
+    if not any(n in _ENTER_KEYS for n in names) and not any("\n" in k.keystrokes or "\r" in k.keystrokes
+                                                           for k in keys if not k.is_key_name):
+        if not set(names) <= _DRAWN_KEYS or not (names or any(k.keystrokes for k in keys)):
+            return change  # a key whose effect is not only text (completion, history), or a wait
+        return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
+    typed = ""  # the text typed before the first Enter
+    for key in keys:
+        if key.is_key_name and key.keystrokes in _ENTER_KEYS:
+            break
+        if key.is_key_name:
+            return change
+        typed += key.keystrokes.replace("\r", "\n")
+        if "\n" in typed:
+            break
+    typed = typed.split("\n", 1)[0]
+    if not typed:  # nothing echoed: what the cursor's line now reads is the model's to say
+        return change
+    first = format_action([{"keystrokes": typed, "duration": 0}])
+    echo = observed_change(previous, first, trivial_observation(first, previous, system), system)
+    if echo is None:
+        return change
+    echoed, width = echo.split("\n"), _size(system)[0]
+    written = 1  # a line the echo continues on was filled to the width (give or take a miscopy)
+    while written < min(len(lines), len(echoed)) and len(lines[written - 1]) >= width - _SLACK:
+        written += 1
+    return "\n".join(echoed + lines[written:])
+
+
 def observed_change(previous: str, action: str, observation: str, system: str = "") -> str | None:
     """The change :func:`render_change` turns back into ``observation`` (the shortest: as
     many of the screen's first lines as possible are the previous screen's), or ``None``
