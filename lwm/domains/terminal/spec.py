@@ -363,12 +363,11 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     if not (keys and change and _PROMPT_END.search(cursor)
             and (lines[0].startswith(cursor) or _PROMPTED.match(lines[0]))):
         return change  # not at a shell's prompt, or the screen scrolled the cursor's line away
-    names = [k.keystrokes for k in keys if k.is_key_name]
-    if not any(n in _ENTER_KEYS for n in names) and not any("\n" in k.keystrokes or "\r" in k.keystrokes
-                                                           for k in keys if not k.is_key_name):
-        if not set(names) <= _DRAWN_KEYS or not (names or any(k.keystrokes for k in keys)):
-            return change  # a key whose effect is not only text (completion, history), or a wait
-        return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
+    if not any(k.keystrokes in _ENTER_KEYS if k.is_key_name else re.search("[\r\n]", k.keystrokes) for k in keys):
+        names = {k.keystrokes for k in keys if k.is_key_name}
+        if names <= _DRAWN_KEYS and (names or any(k.keystrokes for k in keys)):  # typing, not a wait
+            return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
+        return change  # a key whose effect is not only text (completion, history), or a wait
     typed = ""  # the text typed before the first Enter
     for key in keys:
         if key.is_key_name and key.keystrokes in _ENTER_KEYS:
