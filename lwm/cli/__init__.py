@@ -484,6 +484,8 @@ def agent_rewards(
                   base_url=base_url, api_key=api_key, max_episodes=max_episodes)
     res = call(reward_eval, config, show_progress=progress, resume=out)
     Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
+    if skipped := res.summary.get("skipped"):
+        note("episodes left out: " + ", ".join(f"{n} {why}" for why, n in skipped.items()), "yellow")
     if res.failed:
         note(f"{len(res.failed)} verdicts failed, e.g. {next(iter(res.failed.values()))}", "yellow")
         raise typer.Exit(1)
@@ -520,7 +522,7 @@ def serve_env(
     domain: str = typer.Option("terminal", help="Domain of the environment."),
     backend: str = typer.Option("sim", help=" | ".join(BACKENDS) + "."),
     host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
-    port: int = typer.Option(8000, help="Port."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port."),
     model: str | None = option(ModelSpec, "name", "--model", default=None, help_suffix=(
         "(The world model of sim and hybrid. Default: the first model --base-url serves, else embedded-warmup.)")),
     base_url: str | None = option(ModelSpec, "base_url"),
@@ -538,6 +540,8 @@ def serve_env(
     def serve() -> None:
         tasks = [s.task for s in domains.get(domain).scripts()] if suite else []
         world = ModelSpec(_default_model(model, base_url, api_key), base_url, api_key)
+        if backend_spec(backend).simulates:
+            world.load()  # a model that cannot load fails now, not at every session's reset
         run_server(domain, backend, host, port, model=world if backend_spec(backend).simulates else None,
                    cache=str(cache) if cache else None, max_sessions=max_sessions, tasks=tasks,
                    max_turns=max_turns)

@@ -152,8 +152,10 @@ class VerdictDataConfig:
             raise ValueError(f"unknown kind {', '.join(unknown)} (one of {', '.join(KINDS)})")
         if self.tasks < 0 or self.heldout_tasks < 0:
             raise ValueError("tasks and heldout_tasks must be >= 0")
-        if self.negatives_per_positive <= 0:
-            raise ValueError(f"negatives_per_positive must be positive, got {self.negatives_per_positive}")
+        if self.tasks == self.heldout_tasks == 0 and not self.from_runs:
+            raise ValueError("nothing to label: --tasks and --heldout-tasks are both 0 and no --from is given")
+        if not (math.isfinite(self.negatives_per_positive) and self.negatives_per_positive > 0):
+            raise ValueError(f"negatives_per_positive must be a finite number > 0, got {self.negatives_per_positive}")
         if not 0 <= self.easy_share <= 1:
             raise ValueError(f"easy_share must be in [0, 1], got {self.easy_share}")
         if not isinstance(self.trace_weight, int) or isinstance(self.trace_weight, bool) or \

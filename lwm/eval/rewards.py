@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwm.data.verdicts import labelled_episodes
+from lwm.data.verdicts import distinct_files, labelled_episodes
 from lwm.domains.tasks import SPLITS
 from lwm.envs.base import Task
 from lwm.jobs import run_jobs
@@ -250,7 +250,7 @@ class RewardEvalConfig:
         d = asdict(self)
         for k in ("out", "api_key", "rewards"):
             d.pop(k)
-        d["episodes"] = [str(p) for p in self.episodes]
+        d["episodes"] = [str(p.resolve()) for p in distinct_files(self.episodes)]  # resumable from any directory
         # episodes identical to one read before are read once (labelled_episodes): a run recorded
         # before numbered repeated ids differently, so its journal cannot be resumed
         d["episodes_read_once"] = True

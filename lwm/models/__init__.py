@@ -22,8 +22,8 @@ WORLD_MODEL = "embedded-warmup"
 VERDICT_MODEL = "embedded-verdict"
 
 __all__ = ["NAMED", "REFERENCE_PREFIX", "VERDICT_MODEL", "WORLD_MODEL", "ChatModel", "FunctionChatModel",
-           "Generation", "Message", "ModelRef", "ModelSpec", "SamplingParams", "default_model", "is_reference",
-           "judge_for", "load_model", "prompt_cache_mb", "resolve", "reward_model_for", "served_model"]
+           "Generation", "Message", "ModelRef", "ModelSpec", "SamplingParams", "check_reachable", "default_model",
+           "is_reference", "judge_for", "load_model", "prompt_cache_mb", "resolve", "reward_model_for", "served_model"]
 
 
 def judge_for(world_model: str) -> str | None:
@@ -143,6 +143,25 @@ def default_model(base_url: str | None = None, api_key: str = "EMPTY", adapter: 
     if base_url:
         return served_model(base_url, api_key)
     return "embedded" if adapter else WORLD_MODEL
+
+
+def check_reachable(base_url: str, api_key: str = "EMPTY") -> None:
+    """Whether anything answers at ``base_url`` (asked for ``/models``; any HTTP answer, an
+    error status included, counts: a minimal server may not list its models).
+
+    Raises:
+        ModelUnavailableError: the connection was refused or timed out (10 s, one retry).
+    """
+    from openai import APIConnectionError, OpenAI, OpenAIError
+
+    from lwm.errors import ModelUnavailableError
+
+    try:
+        OpenAI(base_url=base_url, api_key=api_key, max_retries=1, timeout=10).models.list()
+    except APIConnectionError as e:  # a timeout is one too
+        raise ModelUnavailableError(f"cannot reach {base_url}: {e}") from None
+    except OpenAIError:  # it answered
+        pass
 
 
 def served_model(base_url: str, api_key: str = "EMPTY") -> str:

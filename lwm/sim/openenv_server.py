@@ -26,6 +26,7 @@ state. Rewards follow :mod:`lwm.sim.adapter`: 0.0 until the episode ends, then t
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import random
 import uuid
@@ -199,7 +200,41 @@ def make_app(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec 
                                                           session_timeout=session_timeout))
     _add_error_handlers(app)
     app.add_middleware(_ClientGone)
+    app.add_middleware(_ObjectFrames)
     return app
+
+
+class _ObjectFrames:
+    """ASGI middleware: a WebSocket frame that is JSON but not an object (``[1, 2]``, ``5``,
+    ``null``) is answered as OpenEnv answers a frame that is not JSON (an ``INVALID_JSON``
+    error) and the session goes on; openenv-core 0.3.0 reads ``.get`` of it, answers
+    ``SESSION_ERROR`` and closes the socket, ending the episode."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def receive_objects():
+            while True:
+                message = await receive()
+                text = message.get("text") if message.get("type") == "websocket.receive" else None
+                try:
+                    value = json.loads(text) if text is not None else {}
+                except ValueError:  # not JSON: OpenEnv's own answer
+                    return message
+                if isinstance(value, dict):
+                    return message
+                from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
+
+                error = WSErrorResponse(data={"message": f"a message must be a JSON object, not {type(value).__name__}",
+                                              "code": WSErrorCode.INVALID_JSON})
+                await send({"type": "websocket.send", "text": error.model_dump_json()})
+
+        await self.app(scope, receive_objects, send)
 
 
 class _ClientGone:

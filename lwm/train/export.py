@@ -151,7 +151,8 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
         DataNotFoundError / ModelUnavailableError: missing adapter files or base model.
         AdapterExportError: an adapter llama.cpp cannot apply (DoRA, per-module ranks or
             alphas, trained embeddings or other modules saved in full, unknown module
-            names, shapes that do not fit the base model).
+            names, shapes that do not fit the base model), or one whose weights are NaN or
+            infinite in ``dtype`` (a diverged training).
     """
     import numpy as np
     from safetensors import SafetensorError
@@ -211,8 +212,11 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
             if want is None or want != (b.shape[0], a.shape[1]):
                 raise AdapterExportError(f"{adapter}: {name} is {(b.shape[0], a.shape[1])} in the adapter but "
                                          f"{want or 'absent'} in the base model: wrong --base?")
-        tensors += [(name + ".lora_a", np.ascontiguousarray(a, dtype=np_dtype)),
-                    (name + ".lora_b", np.ascontiguousarray(b, dtype=np_dtype))]
+        a, b = np.ascontiguousarray(a, dtype=np_dtype), np.ascontiguousarray(b, dtype=np_dtype)
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):  # f16 also overflows past 65,504
+            raise AdapterExportError(f"{adapter}: {name} holds NaN or infinite values in {dtype}: the training "
+                                     "diverged (lower the learning rate) and the adapter is unusable")
+        tensors += [(name + ".lora_a", a), (name + ".lora_b", b)]
 
     _write_gguf(out, info.arch, alpha, tensors, name=adapter.resolve().name)
     request = training_request(adapter)

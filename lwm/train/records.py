@@ -1,4 +1,5 @@
-"""What a training run writes beside its outputs, and reading it back.
+"""What a training run writes beside its outputs, and reading it back; the setting checks
+every trainer shares.
 
 Shared by SFT (:mod:`lwm.train.sft`), RL (:mod:`lwm.train.rl`) and the adapter converters
 (:mod:`lwm.train.export`).
@@ -6,6 +7,7 @@ Shared by SFT (:mod:`lwm.train.sft`), RL (:mod:`lwm.train.rl`) and the adapter c
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from lwm.errors import ModelUnavailableError
@@ -17,6 +19,17 @@ RUN_FILE = "lwm_train.json"
 ADAPTER_META = "lwm_adapter.json"
 #: Written in --out when training ends.
 METRICS_FILE = "metrics.json"
+
+
+def check_lr(lr: float) -> None:
+    """Refuse a learning rate that is not a finite number > 0 (an infinite or huge one
+    trains an adapter of NaN weights; 0 trains nothing).
+
+    Raises:
+        ValueError: saying which value arrived.
+    """
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
 
 
 def adapter_base(path: Path) -> str:

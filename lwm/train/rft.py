@@ -44,6 +44,7 @@ from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
+from lwm.train.records import check_lr
 
 POLICIES = ("embedded", "embedded-warmup")
 
@@ -115,8 +116,7 @@ class RFTConfig:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise ValueError(f"temperature must be a finite number ≥ 0, got {self.temperature}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        check_lr(self.lr)
         if self.tasks_file is not None and not Path(self.tasks_file).is_file():
             raise DataNotFoundError(f"no task file {self.tasks_file}")
 
@@ -126,8 +126,9 @@ class RFTConfig:
         d.pop("out")
         d["domains"] = list(self.domains)
         d["model"] = d.pop("policy")  # the policy trained (read by lwm agent eval --policy OUT)
-        if self.tasks_file:
+        if self.tasks_file:  # the file's content makes the task set; --tasks does not apply
             d["tasks_file"] = task_file_digest(self.tasks_file)
+            d.pop("tasks")
         if not backend_spec(self.backend).simulates:
             for k in ("world_model", "reward"):
                 d.pop(k)

@@ -56,11 +56,11 @@ from lwm.envs.cache import ReplayCache
 from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError, SandboxError
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
-from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
+from lwm.models import WORLD_MODEL, ModelSpec, check_reachable, prompt_cache_mb
 from lwm.schema import Trajectory
 from lwm.sim.backends import backend_spec, sim_request, task_env_factory
 from lwm.sim.env import DEFAULT_SAMPLING
-from lwm.train.records import RUN_FILE
+from lwm.train.records import RUN_FILE, check_lr
 
 OBJECTIVES = ("agent", "fidelity")
 
@@ -170,6 +170,7 @@ class RLConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.num_generations < 2:
             raise ValueError("GRPO compares the completions of a group: num_generations must be at least 2")
+        check_lr(self.lr)
         if not self.domains and not self.tasks_file:
             self.domains = ("terminal",)
         if self.tasks_file and not Path(self.tasks_file).is_file():
@@ -676,6 +677,8 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         rollout = AgentRollout(config, tasks, log=out / "episodes.jsonl")
         for factory in rollout.factories.values():  # load the world model now: a typo fails before training
             factory.world_model()
+        if config.base_url and backend_spec(config.backend).simulates:
+            check_reachable(config.base_url, config.api_key)  # a server that cannot be reached: said before training
         dataset = Dataset.from_list(tasks)
         reward_funcs, weights = [_env_reward, _format_reward], [1.0, config.format_weight]
     else:

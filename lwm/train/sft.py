@@ -35,7 +35,7 @@ from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import compare_settings, read_json, write_atomic
-from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base
+from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base, check_lr
 
 #: PEFT target modules by default: every linear projection of a Llama/Qwen-style block.
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -130,6 +130,7 @@ class TrainConfig:
             self.lora_alpha = float(2 * self.lora_r)
         if self.lr is None:
             self.lr = 2e-4 if self.lora else 2e-5
+        check_lr(self.lr)
         for name in ("lora_r", "batch_size", "grad_accum", "max_length", "save_steps", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -86,6 +86,11 @@ def test_balance_spends_few_negatives_on_empty_episodes_unless_nothing_else_is_l
     assert kinds == {"empty": 8, "mutated": 6, "sibling": 6}   # the hard kinds ran out
     with pytest.raises(ValueError, match="easy_share"):
         VerdictDataConfig(out="x", easy_share=1.5)
+    for ratio in (float("inf"), float("nan"), 0.0):   # inf reached balance() and overflowed there
+        with pytest.raises(ValueError, match="negatives_per_positive must be a finite number > 0"):
+            VerdictDataConfig(out="x", negatives_per_positive=ratio)
+    with pytest.raises(ValueError, match="nothing to label"):
+        VerdictDataConfig(out="x", tasks=0, heldout_tasks=0)
 
 
 def test_by_task_puts_a_tasks_success_beside_its_failures_in_a_seeded_order():

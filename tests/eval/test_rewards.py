@@ -207,3 +207,14 @@ def test_the_ranking_of_rewards_is_measured_apart_from_the_threshold():
     assert ranking([True, True], [0.1, 0.9]) == (None, None)   # no failure to rank against
     # an unreadable verdict ranks as a reward of 0, as it counts as "not achieved" in the rates
     assert agreement([1, 0], [None, 0.2])["auc"] == 0.0 and agreement([1, 0], [0.3, None])["auc"] == 1.0
+
+
+def test_a_run_is_the_same_run_from_any_directory_and_with_a_file_named_twice(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    episodes = tmp_path / "runs" / "episodes.jsonl"
+    episodes.write_text("")
+    monkeypatch.chdir(tmp_path)
+    here = RewardEvalConfig(episodes=("runs/episodes.jsonl",), out="r").settings()
+    monkeypatch.chdir(tmp_path / "runs")
+    assert RewardEvalConfig(episodes=(str(episodes), "./episodes.jsonl"), out="r").settings() == here
+    assert RewardEvalConfig(episodes=("episodes.jsonl",), out="r").settings()["episodes"] == [str(episodes)]

@@ -122,3 +122,17 @@ def test_sessions_that_end_log_nothing_alarming(caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "lwm.sim.openenv_server"] == \
         ["a WebSocket client left before its answer was sent; the answer is dropped"]
     assert sum("connection open" in r.getMessage() for r in caplog.records) == 3  # the log was captured
+
+
+def test_a_frame_that_is_json_but_not_an_object_is_refused_and_the_session_goes_on():
+    from websockets.sync.client import connect
+
+    with logged_server(threading.Event()) as url, connect(url.replace("http", "ws") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {}}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        for frame in ("[1, 2]", "5", "null", '"s"', "{not json"):
+            ws.send(frame)
+            answer = json.loads(ws.recv(timeout=10))
+            assert answer["type"] == "error" and answer["data"]["code"] == "INVALID_JSON", (frame, answer)
+        ws.send(json.dumps({"type": "step", "data": {"text": keys("one\n")}}))
+        assert json.loads(ws.recv(timeout=10))["data"]["observation"]["text"] == "typed one"

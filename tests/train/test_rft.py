@@ -139,6 +139,9 @@ def test_rft_refuses_bad_settings(tmp_path):
             RFTConfig(out=tmp_path, **kwargs)
     with pytest.raises(DataNotFoundError, match="no task file"):
         RFTConfig(out=tmp_path, tasks_file=tmp_path / "missing.jsonl")
+    (tmp_path / "tasks.jsonl").write_text("")
+    a, b = (RFTConfig(out=tmp_path, tasks_file=tmp_path / "tasks.jsonl", tasks=n).settings() for n in (32, 5))
+    assert a == b and "tasks" not in a   # a task file makes the task set: --tasks does not apply
 
 
 @needs_sandbox

@@ -162,6 +162,9 @@ def test_an_episode_that_breaks_its_sandbox_is_a_failure_and_the_others_go_on(tm
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="num_generations must be at least 2"):
         RLConfig(out="x", num_generations=1)
+    for lr in (float("inf"), float("nan"), 0.0, -1e-4):   # an infinite one trained NaN weights
+        with pytest.raises(ValueError, match="lr must be a finite number > 0"):
+            RLConfig(out="x", lr=lr)
     with pytest.raises(ValueError, match="needs --data"):
         RLConfig(out="x", objective="fidelity")
     with pytest.raises(ValueError, match="unknown objective"):
@@ -271,3 +274,13 @@ def test_fidelity_rewards_compare_what_the_model_should_write():
     full = {**example, "completion": [{"role": "assistant",
                                        "content": f"<predicted_observation>\n{screen}\n</predicted_observation>"}]}
     assert _written(full) == {"observation": screen, "volatile": json.dumps(example["volatile"])}
+
+
+def test_a_world_model_server_that_cannot_be_reached_is_said_before_training(tmp_path):
+    from lwm.errors import ModelUnavailableError
+
+    config = RLConfig(out=tmp_path / "rl", domains=("db",), backend="sim", base_url="http://127.0.0.1:9/v1",
+                      world_model="foo", max_steps=1, num_generations=2, prompts_per_step=1, tasks=2)
+    with pytest.raises(ModelUnavailableError, match="cannot reach http://127.0.0.1:9/v1"):
+        train_rl(config, show_progress=False)
+    assert not (tmp_path / "rl").exists()

@@ -255,6 +255,23 @@ def test_export_rejects_what_llama_cpp_cannot_apply(tmp_path):
     assert not (tmp_path / "a.gguf").exists()
 
 
+def test_export_refuses_a_diverged_adapter(tmp_path):
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import save_file
+
+    from lwm.train.export import AdapterExportError, export_lora_gguf
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 2, "lora_alpha": 4}))
+    (tmp_path / "lwm_adapter.json").write_text(json.dumps({"model": "embedded"}))
+    key = "base_model.model.model.layers.0.self_attn.v_proj.lora_{}.weight"
+    for a, dtype in ((np.full((2, 576), np.nan, np.float32), "f32"), (np.full((2, 576), 1e6, np.float32), "f16")):
+        save_file({key.format("A"): a, key.format("B"): np.ones((192, 2), np.float32)},
+                  str(tmp_path / "adapter_model.safetensors"))
+        with pytest.raises(AdapterExportError, match="NaN or infinite values in " + dtype):
+            export_lora_gguf(tmp_path, tmp_path / "a.gguf", dtype=dtype)   # 1e6 is past f16's range
+    assert not (tmp_path / "a.gguf").exists()
+
+
 @pytest.mark.slow
 def test_training_continues_from_an_exported_adapter(run, tmp_path):
     """--init-adapter: the GGUF adapter read back into PEFT (q/k rows restored) is where a new
