@@ -239,6 +239,7 @@ def test_ground_change_puts_the_echo_of_typed_keys_right():
     assert ground_change(f"{prompt} rm -rf x\n{prompt}", prompt, keys("rm -rf x", "C-c")) == \
         f"{prompt} rm -rf x^C\n{prompt}"
     assert ground_change(f"{prompt} echo hi\nhi\n{prompt}", prompt, keys("echo hi")) == f"{prompt} echo hi"
+    assert ground_change(f"{prompt} echo after\nafter\n{prompt}", prompt, keys("   \n")) == f"{prompt}\n{prompt}"
     untouched = [
         ("root@sandbox:/app# ls\n" + "x" * 80 + "\nroot@sandbox:/app#", "root@sandbox:/app#", "not json"),
         ("root@sandbox:/app# l\nroot@sandbox:/app#", "root@sandbox:/app#", keys("l", "Tab", "\n")),  # completion

@@ -338,7 +338,7 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     * an action that types without pressing Enter (plain text, ``C-c``, backspaces) runs
       nothing: the change is the typed text echoed (``^C`` and a fresh prompt for ``C-c``),
       as :func:`trivial_observation` draws it (a wait that types nothing is the model's: a
-      background job may print);
+      background job may print); so do blank lines entered (a fresh prompt for each);
     * otherwise the first lines, the cursor's line with the text typed up to the first
       Enter, are that text as typed (wrapped at the terminal's width): a small model
       miscopies long commands and prompts. The lines the model wrote for that echo are its
@@ -368,6 +368,9 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
         if names <= _DRAWN_KEYS and (names or any(k.keystrokes for k in keys)):  # typing, not a wait
             return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
         return change  # a key whose effect is not only text (completion, history), or a wait
+    if all(k.keystrokes in _ENTER_KEYS if k.is_key_name else not k.keystrokes.strip() for k in keys):
+        # blank lines entered at a prompt run nothing: a fresh prompt for each
+        return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
     typed = ""  # the text typed before the first Enter
     for key in keys:
         if key.is_key_name and key.keystrokes in _ENTER_KEYS:
