@@ -144,16 +144,22 @@ def _certain(domain: Domain, script: Script) -> tuple[Status, str]:
     env = domain.make_env()
     try:
         env.reset(script.task)
-        action = next((a for a in MALFORMED if domain.certain(a, [], env.system_prompt()) is not None), None)
-        if action is None:
-            return "skip", "no action's answer is certain (Domain.certain_answer): the world model predicts them all"
-        expected, got = domain.certain(action, [], env.system_prompt()), env.step(action).observation
+        system, seen, answered = env.system_prompt(), [], []
+        for action in MALFORMED:  # each answer the domain gives without the world model, against the real one
+            expected = domain.certain(action, seen, system)
+            got = env.step(action).observation if domain.accepts(action) else None
+            if expected is not None and got != expected:
+                return "fail", (f"step({action!r}) answered {got!r:.80}, but the simulator answers {expected!r:.80} "
+                                "without asking the world model (Domain.certain_answer): the two must agree")
+            if expected is not None:
+                answered.append(action)
+            if got is not None:
+                seen.append(got)
     finally:
         env.close()
-    if got != expected:
-        return "fail", (f"step({action!r}) answered {got!r:.80}, but the simulator answers {expected!r:.80} "
-                        "without asking the world model (Domain.certain_answer): the two must agree")
-    return "pass", f"step({action!r}) is answered as the simulator answers it: {got!r:.60}"
+    if not answered:
+        return "skip", "no action's answer is certain (Domain.certain_answer): the world model predicts them all"
+    return "pass", f"{len(answered)} actions answered as the simulator answers them ({', '.join(map(repr, answered))})"
 
 
 def _deterministic(domain: Domain, script: Script) -> tuple[Status, str]:

@@ -199,8 +199,8 @@ def make_app(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec 
                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                           session_timeout=session_timeout))
     _add_error_handlers(app)
-    app.add_middleware(_ClientGone)
     app.add_middleware(_ObjectFrames)
+    app.add_middleware(_ClientGone)  # the outermost: the error frames _ObjectFrames sends are guarded too
     return app
 
 

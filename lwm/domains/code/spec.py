@@ -29,6 +29,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from lwm.envs.base import invalid_action
 from lwm.errors import ActionFormatError
 
 #: The action format, for people and prompts (the agent's tool description is shorter).
@@ -213,24 +214,41 @@ _VERSION = re.compile(r"a persistent Python (\d+)\.(\d+) interpreter")
 _LIMIT = re.compile(r"A block longer than (\d+) characters")
 
 
+#: How an action refused as malformed begins (the environment's answer, no cell run).
+_REFUSED = invalid_action("", "").rstrip()
+#: The last line of an observation after which the interpreter starts again (NOTICES).
+_RESTARTED = re.compile(r"(?:^|\n)\[restarted\] the (?:cell ran past|interpreter exited)[^\n]*all variables are "
+                        r"lost \(files are kept\)$")
+
+
 def cell_number(observations: Sequence[str]) -> int:
     """The execution count of the next cell after ``observations`` (the episode's earlier
-    cells' observations, oldest first): 1 after a (re)start, +1 for every cell.
+    observations, oldest first): 1 after a (re)start, +1 for every cell; an action refused
+    as malformed (``[invalid action] …``) never reached the interpreter and is not counted.
 
     >>> cell_number([]), cell_number(["Out[1]: 2", "(no output)"]), cell_number(["x", NOTICES["died"]])
     (1, 3, 1)
+    >>> cell_number(["[stdout]\\n[restarted] printed by the cell", "[invalid action] too long"])
+    2
     """
-    since = next((i for i, obs in enumerate(reversed(observations)) if "\n[restarted] " in f"\n{obs}"), None)
-    return 1 + (len(observations) if since is None else since)
+    count = 0
+    for obs in observations:
+        if _RESTARTED.search(obs):
+            count = 0
+        elif not obs.startswith(_REFUSED):
+            count += 1
+    return count + 1
 
 
 def certain_answer(action: str, observations: Sequence[str], system: str = "") -> str | None:
-    """The interpreter's answer to a cell that does not compile: it runs nothing and shows
+    """The interpreter's answer to a cell that does not parse: it runs nothing and shows
     CPython's syntax error for ``File "<cell n>"`` (as the controller formats it:
     ``traceback.format_exception_only``), so no world model is needed. ``None`` for a
-    cell that compiles or holds a null byte, or when ``system`` (the world model's system
-    prompt) simulates another Python version than the one running ``lwm`` (its messages
-    differ; ``lwm check-env code`` compares the two interpreters).
+    cell that parses (errors only ``compile`` raises, such as ``return`` outside a function,
+    come after the cell's earlier statements ran: the model's to predict) or holds a null
+    byte, or when ``system`` (the world model's system prompt) simulates another Python
+    version than the one running ``lwm`` (its messages differ; ``lwm check-env code``
+    compares the answers to a few such cells with the sandbox's interpreter).
 
     >>> print(certain_answer("x = (1,", ["Out[1]: 2"]))
     [error]

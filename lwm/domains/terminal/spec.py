@@ -322,8 +322,10 @@ def render_change(change: str, previous: str, action: str = "", system: str = ""
     return "\n".join(_screen_lines("\n".join(rows[-height:])))
 
 
-#: A line that starts with a shell's prompt (a model may write another directory's).
-_PROMPTED = re.compile(r"\S*[#$](?: |$)")
+#: A shell's prompt with nothing typed after it (``root@sandbox:/app#``, ``bash-5.2$``).
+_BARE_PROMPT = re.compile(r"\S+[#$]")
+#: A line that starts with a shell's prompt.
+_PROMPT_LINE = re.compile(r"\S+[#$](?: |$)")
 #: Keys that press Enter, and the keys :func:`trivial_observation` draws exactly at a prompt.
 _ENTER_KEYS = frozenset({"Enter", "C-m", "C-j"})
 _DRAWN_KEYS = frozenset({"Space", "BSpace", "C-h", "C-c"})
@@ -331,64 +333,76 @@ _DRAWN_KEYS = frozenset({"Space", "BSpace", "C-h", "C-c"})
 _SLACK = 8
 
 
+def _typed_echo(previous: str, action: str, system: str) -> list[str] | None:
+    """The lines :func:`trivial_observation` draws for ``action`` from the cursor's line on."""
+    echo = observed_change(previous, action, trivial_observation(action, previous, system), system)
+    return None if echo is None else echo.split("\n")
+
+
 def ground_change(change: str, previous: str, action: str, system: str = "") -> str:
     """``change`` (a world model's, mode ``change``) with what the action alone decides put
-    right, when the cursor's line is a shell's prompt (nothing runs in the foreground):
+    right, when the cursor's line is a shell's bare prompt (``user@host:dir#`` or ``$``
+    form, nothing typed after it: nothing runs in the foreground):
 
-    * an action that types without pressing Enter (plain text, ``C-c``, backspaces) runs
-      nothing: the change is the typed text echoed (``^C`` and a fresh prompt for ``C-c``),
-      as :func:`trivial_observation` draws it (a wait that types nothing is the model's: a
-      background job may print); so do blank lines entered (a fresh prompt for each);
+    * keys typed without Enter (text, backspaces, ``C-c``) run nothing: unless the model's
+      last line already ends with what the cursor's line then reads (output a background
+      job printed may come before it), the change is the typed text echoed, as
+      :func:`trivial_observation` draws it;
     * otherwise the first lines, the cursor's line with the text typed up to the first
       Enter, are that text as typed (wrapped at the terminal's width): a small model
       miscopies long commands and prompts. The lines the model wrote for that echo are its
       first line and, up to the echo's own count, those after a line it filled to about the
       width; its lines after them (the output, the next prompt) are kept.
 
-    Left as it is when the action is not the terminal's JSON, when a key name other than
-    those (``Tab``, ``Up``, ``C-l``) comes before the first Enter, when the cursor's line is
-    not a prompt (a running program, a continuation line) or when the change does not start
-    on a prompt (the screen scrolled the cursor's line away).
+    Left as it is when the action is not the terminal's JSON; when a key name other than
+    those (``Tab``, ``Up``, ``C-l``) or a control character typed as text (a tab completes,
+    ``C-u`` clears the line) comes before the first Enter; for text that is not ASCII (wide
+    characters take two columns); for a wait that types nothing or blank lines entered (a
+    background job may print); when the change starts neither on the cursor's line nor on a
+    prompt; and when the screen may have scrolled (the change's lines below the previous
+    ones fill it).
 
-    >>> ground_change("$ ls -l a.t\\na.txt\\n$", "$", '[{"keystrokes": "ls -la a.txt\\\\n"}]')
-    '$ ls -la a.txt\\na.txt\\n$'
-    >>> ground_change("$ rm -rf x\\n$", "$", '[{"keystrokes": "rm -rf x"}]')
-    '$ rm -rf x'
+    >>> ground_change("~$ ls -l a.t\\na.txt\\n~$", "~$", '[{"keystrokes": "ls -la a.txt\\\\n"}]')
+    '~$ ls -la a.txt\\na.txt\\n~$'
+    >>> ground_change("~$ rm -rf x\\n~$", "~$", '[{"keystrokes": "rm -rf x"}]')
+    '~$ rm -rf x'
     """
     try:
         keys = parse_action(action)
     except ActionFormatError:
         return change
-    lines, cursor = change.split("\n"), _screen_lines(previous)[-1] if previous.strip() else ""
-    if not (keys and change and _PROMPT_END.search(cursor)
-            and (lines[0].startswith(cursor) or _PROMPTED.match(lines[0]))):
-        return change  # not at a shell's prompt, or the screen scrolled the cursor's line away
-    if not any(k.keystrokes in _ENTER_KEYS if k.is_key_name else re.search("[\r\n]", k.keystrokes) for k in keys):
-        names = {k.keystrokes for k in keys if k.is_key_name}
-        if names <= _DRAWN_KEYS and (names or any(k.keystrokes for k in keys)):  # typing, not a wait
-            return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
-        return change  # a key whose effect is not only text (completion, history), or a wait
-    if all(k.keystrokes in _ENTER_KEYS if k.is_key_name else not k.keystrokes.strip() for k in keys):
-        # blank lines entered at a prompt run nothing: a fresh prompt for each
-        return observed_change(previous, action, trivial_observation(action, previous, system), system) or change
+    before = _screen_lines(previous)
+    lines, cursor = change.split("\n"), before[-1] if before else ""
+    # a real change starts on the cursor's line unless the screen scrolled; a model's may start
+    # on another directory's prompt
+    if not (keys and _BARE_PROMPT.fullmatch(cursor) and (lines[0].startswith(cursor) or _PROMPT_LINE.match(lines[0]))) \
+            or len(before) - 1 + len(lines) >= _size(system)[1]:
+        return change  # not at a bare prompt, or the screen may have scrolled
     typed = ""  # the text typed before the first Enter
     for key in keys:
         if key.is_key_name and key.keystrokes in _ENTER_KEYS:
+            typed += "\n"
             break
-        if key.is_key_name:
-            return change
-        typed += key.keystrokes.replace("\r", "\n")
+        if key.is_key_name and key.keystrokes not in _DRAWN_KEYS:
+            return change  # a key whose effect is not only text (completion, history, clearing)
+        typed += "" if key.is_key_name else key.keystrokes.replace("\r", "\n")
         if "\n" in typed:
             break
-    typed = typed.split("\n", 1)[0]
-    if not typed:  # nothing echoed: what the cursor's line now reads is the model's to say
+    typed, entered = typed.split("\n", 1)[0], "\n" in typed
+    if not typed.isascii() or re.search(r"[\x00-\x07\x09-\x1f]", typed):
+        return change  # wide characters, or control characters the shell acts on
+    if not entered:
+        echo = _typed_echo(previous, action, system)
+        if echo is None or not (typed or any(k.is_key_name for k in keys)):
+            return change  # a wait: a background job may print
+        shown = echo[-1][len(cursor):].strip() if len(echo) == 1 else echo[-1].strip()
+        return change if shown and lines[-1].rstrip().endswith(shown) else "\n".join(echo)
+    if not typed.strip():  # nothing echoed: what the cursor's line now reads is the model's to say
         return change
-    first = format_action([{"keystrokes": typed, "duration": 0}])
-    echo = observed_change(previous, first, trivial_observation(first, previous, system), system)
-    if echo is None:
+    echoed = _typed_echo(previous, format_action([{"keystrokes": typed, "duration": 0}]), system)
+    if echoed is None:
         return change
-    echoed, width = echo.split("\n"), _size(system)[0]
-    written = 1  # a line the echo continues on was filled to the width (give or take a miscopy)
+    written, width = 1, _size(system)[0]  # a line the echo continues on was filled to the width
     while written < min(len(lines), len(echoed)) and len(lines[written - 1]) >= width - _SLACK:
         written += 1
     return "\n".join(echoed + lines[written:])
