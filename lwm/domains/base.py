@@ -170,7 +170,7 @@ class Domain:
             (:meth:`refusal`), so a malformed action looks the same in both backends.
         certain_answer: ``(action, observations, system) -> observation | None``, the real
             environment's answer where the action alone decides it (code: a cell that does
-            not compile shows its syntax error and runs nothing), given the episode's earlier
+            not parse shows its syntax error and runs nothing), given the episode's earlier
             observations (oldest first, the reset's excluded) and the world model's system
             prompt; ``None``: the world model predicts it. The simulator answers it
             (:meth:`certain`), so no model invents an answer there.

@@ -245,7 +245,7 @@ class SimEnv:
             (:meth:`~lwm.domains.base.Domain.refusal`; ``info["action_error"]``, provenance
             ``<domain>/refusal``), as the ``real`` backend gives it; so does an action whose
             answer it alone decides (:meth:`~lwm.domains.base.Domain.certain`: a cell that does
-            not compile; provenance ``<domain>/certain``).
+            not parse; provenance ``<domain>/certain``).
 
         Raises:
             EnvironmentClosedError: not reset.

@@ -230,6 +230,7 @@ def test_ground_change_puts_the_echo_of_typed_keys_right():
     # a miscopied command that the model wrapped, or cut short, and another directory's prompt
     assert ground_change(f"{echo[:80]}\n{echo[80:-3]}\n{prompt}", prompt, action) == f"{wrapped}\n{prompt}"
     assert ground_change(f"{prompt} touch project/src/main.py\n{prompt}", prompt, action) == f"{wrapped}\n{prompt}"
+    assert ground_change(f"{echo}x\n{prompt}", prompt, action) == f"{wrapped}\n{prompt}"   # written unwrapped
     assert ground_change("root@sandbox:/app# ls\nb\nroot@sandbox:/app#", prompt, keys("ls\n")) == \
         f"{prompt} ls\nb\nroot@sandbox:/app#"   # the output and the new prompt stay the model's
     # no Enter: nothing runs, whatever the model thought

@@ -352,7 +352,8 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
       Enter, are that text as typed (wrapped at the terminal's width): a small model
       miscopies long commands and prompts. The lines the model wrote for that echo are its
       first line and, up to the echo's own count, those after a line it filled to about the
-      width; its lines after them (the output, the next prompt) are kept.
+      width (not beyond: a longer line holds the whole echo, which the renderer wraps); its
+      lines after them (the output, the next prompt) are kept.
 
     Left as it is when the action is not the terminal's JSON; when a key name other than
     those (``Tab``, ``Up``, ``C-l``) or a control character typed as text (a tab completes,
@@ -402,8 +403,9 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     echoed = _typed_echo(previous, format_action([{"keystrokes": typed, "duration": 0}]), system)
     if echoed is None:
         return change
-    written, width = 1, _size(system)[0]  # a line the echo continues on was filled to the width
-    while written < min(len(lines), len(echoed)) and len(lines[written - 1]) >= width - _SLACK:
+    # the model's echo goes on below a line it filled to the width (a longer line holds it all)
+    written, width = 1, _size(system)[0]
+    while written < min(len(lines), len(echoed)) and width - _SLACK <= len(lines[written - 1]) <= width:
         written += 1
     return "\n".join(echoed + lines[written:])
 
