@@ -242,6 +242,7 @@ def test_ground_change_puts_the_echo_of_typed_keys_right():
     untouched = [
         (f"{prompt} ls\n" + "x" * 80 + f"\n{prompt}", prompt, "not json"),
         (f"{prompt} l\n{prompt}", prompt, keys("l", "Tab", "\n")),                # completion
+        (f"{prompt} rm x^C\n{prompt} ls\na\n{prompt}", prompt, keys("rm x", "C-c", "ls\n")),  # C-c, then a line
         (f"{prompt} ls /usr/\nbin\n{prompt}", prompt, keys("ls /us\t\n")),       # a tab typed as text
         (f"{prompt} ls\na\n{prompt}", prompt, keys("rm -rf x\x15ls\n")),         # C-u cleared the line
         (f"{prompt} echo 你好\n你好\n{prompt}", prompt, keys("echo 你好 \n")),   # wide characters

@@ -355,8 +355,8 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
       width (not beyond: a longer line holds the whole echo, which the renderer wraps); its
       lines after them (the output, the next prompt) are kept.
 
-    Left as it is when the action is not the terminal's JSON; when a key name other than
-    those (``Tab``, ``Up``, ``C-l``) or a control character typed as text (a tab completes,
+    Left as it is when the action is not the terminal's JSON; when a key name (``Tab``,
+    ``Up``; before an Enter, any) or a control character typed as text (a tab completes,
     ``C-u`` clears the line) comes before the first Enter; for text that is not ASCII (wide
     characters take two columns); for a wait that types nothing or blank lines entered (a
     background job may print); when the change starts neither on the cursor's line nor on a
@@ -379,17 +379,20 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     if not (keys and _BARE_PROMPT.fullmatch(cursor) and (lines[0].startswith(cursor) or _PROMPT_LINE.match(lines[0]))) \
             or len(before) - 1 + len(lines) >= _size(system)[1]:
         return change  # not at a bare prompt, or the screen may have scrolled
-    typed = ""  # the text typed before the first Enter
+    typed, names = "", False  # the text typed before the first Enter; whether a key name came before it
     for key in keys:
         if key.is_key_name and key.keystrokes in _ENTER_KEYS:
             typed += "\n"
             break
         if key.is_key_name and key.keystrokes not in _DRAWN_KEYS:
             return change  # a key whose effect is not only text (completion, history, clearing)
+        names |= key.is_key_name
         typed += "" if key.is_key_name else key.keystrokes.replace("\r", "\n")
         if "\n" in typed:
             break
     typed, entered = typed.split("\n", 1)[0], "\n" in typed
+    if entered and names:  # C-c or a backspace on the line Enter runs: drawn whole by the model
+        return change
     if not typed.isascii() or re.search(r"[\x00-\x07\x09-\x1f]", typed):
         return change  # wide characters, or control characters the shell acts on
     if not entered:
