@@ -69,3 +69,26 @@ def machine() -> str:
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{date.today()}, {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, Python {platform.python_version()}"
+
+
+def rows_and_runs(doc: str, runs_help: str = "lwm eval run directories over those rows"):
+    """``ROWS RUN [RUN ...]`` from the command line: the rows (``lwm.eval.runner.load_rows``),
+    their directory and each run's ``predictions.jsonl``; an unreadable directory or a run
+    without predictions exits with one line."""
+    import argparse
+
+    from lwm.errors import LwmError
+    from lwm.eval.runner import load_rows
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("rows", type=Path, help="the rows' directory ({domain}_test.jsonl)")
+    ap.add_argument("runs", type=Path, nargs="+", help=runs_help)
+    args = ap.parse_args()
+    try:
+        rows = load_rows(args.rows)
+    except (LwmError, OSError) as e:
+        raise SystemExit(f"error: cannot read {args.rows}: {e}") from None
+    for run in args.runs:
+        if not (run / "predictions.jsonl").is_file():
+            raise SystemExit(f"error: {run / 'predictions.jsonl'} not found (an lwm eval run directory?)")
+    return rows, args.rows, [(run, run / "predictions.jsonl") for run in args.runs]

@@ -18,14 +18,10 @@ fine-tuning inside the simulator).
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
-from pathlib import Path
 
-from _common import ERROR
+from _common import ERROR, rows_and_runs
 
-from lwm.errors import LwmError
-from lwm.eval.runner import load_rows
 from lwm.jsonl import iter_jsonl
 
 
@@ -39,14 +35,7 @@ def _pct(k: int, n: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("rows", type=Path, help="the rows' directory ({domain}_test.jsonl)")
-    ap.add_argument("runs", type=Path, nargs="+", help="lwm eval run directories over those rows")
-    args = ap.parse_args()
-    try:
-        rows = load_rows(args.rows)
-    except (LwmError, OSError) as e:
-        raise SystemExit(f"error: cannot read {args.rows}: {e}") from None
+    rows, rows_dir, runs = rows_and_runs(__doc__)
     # (id, turn) -> (domain, real new error?, previous observation); the rows' responses are
     # wrapped in the benchmark's fence, which the pattern never matches
     truth = {}
@@ -56,15 +45,12 @@ def main() -> None:
     print("| model | domain | rows with a real error | errors shown | line F1 there | rows without "
           "| errors invented | line F1 there |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for run in args.runs:
-        path = run / "predictions.jsonl"
-        if not path.is_file():
-            raise SystemExit(f"error: {path} not found (an lwm eval run directory?)")
+    for run, path in runs:
         cells: dict[str, dict[bool, list[tuple[bool, float]]]] = defaultdict(lambda: {True: [], False: []})
         for _, p in iter_jsonl(path):
             key = (p["id"], str(p["turn_idx"]))
             if key not in truth:
-                raise SystemExit(f"error: {path} holds {key}, which is not a row of {args.rows}")
+                raise SystemExit(f"error: {path} holds {key}, which is not a row of {rows_dir}")
             domain, real_error, previous = truth[key]
             shown = p.get("error") is None and new_error(p.get("observation") or "", previous)
             f1 = (p.get("fidelity") or {}).get("line_f1", 0.0)

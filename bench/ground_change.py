@@ -14,13 +14,11 @@ them, or a perfect answer would lose points).
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
-from pathlib import Path
+
+from _common import rows_and_runs
 
 from lwm import domains
-from lwm.errors import LwmError
-from lwm.eval.runner import load_rows
 from lwm.jsonl import iter_jsonl
 from lwm.metrics import FIDELITY_METRICS, fidelity
 from lwm.parse import observation_text
@@ -28,14 +26,8 @@ from lwm.prediction import action_of, observed_change, previous_observation, row
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("rows", type=Path, help="the rows' directory ({domain}_test.jsonl)")
-    ap.add_argument("runs", type=Path, nargs="+", help="lwm eval run directories over those rows (mode change)")
-    args = ap.parse_args()
-    try:
-        rows = {(r.id, r.turn_idx): r for r in load_rows(args.rows)}
-    except (LwmError, OSError) as e:
-        raise SystemExit(f"error: cannot read {args.rows}: {e}") from None
+    rows, _, runs = rows_and_runs(__doc__, "lwm eval run directories over those rows (mode change)")
+    rows = {(r.id, r.turn_idx): r for r in rows}
     grounded = {k: r for k, r in rows.items() if domains.get(r.domain).ground_change is not None
                 and row_prediction(r, "change") == "change"}
     kept, changed = 0, 0
@@ -47,10 +39,7 @@ def main() -> None:
     print(f"real changes left as they are: {kept} of {changed}")
     print("| run | domain | rows | put right | as written (exact / edit / line F1) | grounded | trivial |")
     print("|---|---|---:|---:|---|---|---|")
-    for run in args.runs:
-        path = run / "predictions.jsonl"
-        if not path.is_file():
-            raise SystemExit(f"error: {path} not found (an lwm eval run directory?)")
+    for run, path in runs:
         sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0] * 3))
         counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for _, p in iter_jsonl(path):

@@ -539,10 +539,11 @@ def serve_env(
 
     def serve() -> None:
         tasks = [s.task for s in domains.get(domain).scripts()] if suite else []
-        world = ModelSpec(_default_model(model, base_url, api_key), base_url, api_key)
-        if backend_spec(backend).simulates:
+        world = ModelSpec(_default_model(model, base_url, api_key), base_url, api_key) \
+            if backend_spec(backend).simulates else None
+        if world is not None:
             world.load()  # a model that cannot load fails now, not at every session's reset
-        run_server(domain, backend, host, port, model=world if backend_spec(backend).simulates else None,
+        run_server(domain, backend, host, port, model=world,
                    cache=str(cache) if cache else None, max_sessions=max_sessions, tasks=tasks,
                    max_turns=max_turns)
 

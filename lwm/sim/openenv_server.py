@@ -199,54 +199,25 @@ def make_app(domain: str, backend: str = "sim", *, model: ChatModel | ModelSpec 
                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                           session_timeout=session_timeout))
     _add_error_handlers(app)
-    app.add_middleware(_ObjectFrames)
-    app.add_middleware(_ClientGone)  # the outermost: the error frames _ObjectFrames sends are guarded too
+    app.add_middleware(_WebSocketGuard)
     return app
 
 
-class _ObjectFrames:
-    """ASGI middleware: a WebSocket frame that is JSON but not an object (``[1, 2]``, ``5``,
-    ``null``) is answered as OpenEnv answers a frame that is not JSON (an ``INVALID_JSON``
-    error) and the session goes on; openenv-core 0.3.0 reads ``.get`` of it, answers
-    ``SESSION_ERROR`` and closes the socket, ending the episode."""
+class _WebSocketGuard:
+    """ASGI middleware around openenv-core 0.3.0's WebSocket sessions, for two of its faults:
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-
-        async def receive_objects():
-            while True:
-                message = await receive()
-                text = message.get("text") if message.get("type") == "websocket.receive" else None
-                try:
-                    value = json.loads(text) if text is not None else {}
-                except ValueError:  # not JSON: OpenEnv's own answer
-                    return message
-                if isinstance(value, dict):
-                    return message
-                from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
-
-                error = WSErrorResponse(data={"message": f"a message must be a JSON object, not {type(value).__name__}",
-                                              "code": WSErrorCode.INVALID_JSON})
-                await send({"type": "websocket.send", "text": error.model_dump_json()})
-
-        await self.app(scope, receive_objects, send)
-
-
-class _ClientGone:
-    """ASGI middleware: what the server sends on a WebSocket whose client has gone is dropped
-    (an answer is logged at INFO level); the session ends at its next receive, which reports
-    the disconnect.
-
-    openenv-core 0.3.0 closes every session's socket in a ``finally`` and catches only
-    ``RuntimeError`` there; when the client has closed first (a clean close included),
-    uvicorn refuses the send with ``ClientDisconnected`` (an ``OSError``), Starlette turns
-    it into ``WebSocketDisconnect``, and uvicorn logged "Exception in ASGI application"
-    for every session that ended; a client gone mid-step (its timeout) got four tracebacks.
+    * what the server sends on a WebSocket whose client has gone is dropped (an answer is
+      logged at INFO level); the session ends at its next receive, which reports the
+      disconnect. openenv-core closes every session's socket in a ``finally`` and catches
+      only ``RuntimeError`` there; when the client has closed first (a clean close
+      included), uvicorn refuses the send with ``ClientDisconnected`` (an ``OSError``),
+      Starlette turns it into ``WebSocketDisconnect``, and uvicorn logged "Exception in ASGI
+      application" for every session that ended; a client gone mid-step (its timeout) got
+      four tracebacks;
+    * a frame that is JSON but not an object (``[1, 2]``, ``5``, ``null``) is answered as
+      OpenEnv answers a frame that is not JSON (an ``INVALID_JSON`` error) and the session
+      goes on; openenv-core reads ``.get`` of it, answers ``SESSION_ERROR`` and closes the
+      socket, ending the episode.
     """
 
     def __init__(self, app) -> None:
@@ -264,7 +235,23 @@ class _ClientGone:
                 if message.get("type") != "websocket.close":
                     _log.info("a WebSocket client left before its answer was sent; the answer is dropped")
 
-        await self.app(scope, receive, send_unless_gone)
+        async def receive_objects():
+            while True:
+                message = await receive()
+                text = message.get("text") if message.get("type") == "websocket.receive" else None
+                try:
+                    value = json.loads(text) if text is not None else {}
+                except ValueError:  # not JSON: OpenEnv's own answer
+                    return message
+                if isinstance(value, dict):
+                    return message
+                from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
+
+                error = WSErrorResponse(data={"message": f"a message must be a JSON object, not {type(value).__name__}",
+                                              "code": WSErrorCode.INVALID_JSON})
+                await send_unless_gone({"type": "websocket.send", "text": error.model_dump_json()})
+
+        await self.app(scope, receive_objects, send_unless_gone)
 
 
 def _add_error_handlers(app) -> None:
