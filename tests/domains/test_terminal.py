@@ -275,7 +275,8 @@ def test_ground_change_leaves_every_real_change_as_it_is():
              keys("two'\n"), keys("ls /us", "Tab", "\n"), keys("(sleep 0.5; echo bg-done) &\n"),
              keys("", duration=1.0), keys("sleep 0.2 &\n"), keys("\n", duration=0.5), keys("ls /us\t\n"),
              keys("rm -rf x\x15echo cleared\n"), keys("echo 你好\n"), keys("seq 30\n"), keys("echo $"),
-             keys("HOME\n"), keys("python3 -q\n", duration=1.0), keys("1 + 1\n"), keys("exit()\n")]
+             keys("HOME\n"), keys("echo " + "a" * 40 + " " * 30 + "b" * 20 + "\n"),   # wrapped in spaces, trimmed
+             keys("python3 -q\n", duration=1.0), keys("1 + 1\n"), keys("exit()\n")]
     env = TerminalEnv()
     previous, checked = env.reset(Task("t")), 0
     for action in steps:
@@ -286,4 +287,4 @@ def test_ground_change_leaves_every_real_change_as_it_is():
             checked += 1
         previous = observation
     env.close()
-    assert checked >= 14
+    assert checked >= 15

@@ -329,7 +329,7 @@ _PROMPT_LINE = re.compile(r"\S+[#$](?: |$)")
 #: Keys that press Enter, and the keys :func:`trivial_observation` draws exactly at a prompt.
 _ENTER_KEYS = frozenset({"Enter", "C-m", "C-j"})
 _DRAWN_KEYS = frozenset({"Space", "BSpace", "C-h", "C-c"})
-#: How many characters short of the width a model's echo line may be and still wrap on.
+#: How many characters a model's echo line may differ from the echo's and still wrap on.
 _SLACK = 8
 
 
@@ -351,8 +351,8 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     * otherwise the first lines, the cursor's line with the text typed up to the first
       Enter, are that text as typed (wrapped at the terminal's width): a small model
       miscopies long commands and prompts. The lines the model wrote for that echo are its
-      first line and, up to the echo's own count, those after a line it filled to about the
-      width (not beyond: a longer line holds the whole echo, which the renderer wraps); its
+      first line and, up to the echo's own count, those after a line about as long as the
+      echo's line there (a longer line holds the whole echo, which the renderer wraps); its
       lines after them (the output, the next prompt) are kept.
 
     Left as it is when the action is not the terminal's JSON; when a key name (``Tab``,
@@ -406,9 +406,10 @@ def ground_change(change: str, previous: str, action: str, system: str = "") -> 
     echoed = _typed_echo(previous, format_action([{"keystrokes": typed, "duration": 0}]), system)
     if echoed is None:
         return change
-    # the model's echo goes on below a line it filled to the width (a longer line holds it all)
-    written, width = 1, _size(system)[0]
-    while written < min(len(lines), len(echoed)) and width - _SLACK <= len(lines[written - 1]) <= width:
+    # the model's echo goes on below a line about as long as the echo's line there (tmux trims a
+    # wrapped line's trailing spaces; a longer line holds the whole echo, a shorter one cut it)
+    written = 1
+    while written < min(len(lines), len(echoed)) and abs(len(lines[written - 1]) - len(echoed[written - 1])) <= _SLACK:
         written += 1
     return "\n".join(echoed + lines[written:])
 
