@@ -1,5 +1,5 @@
 """How often a domain's certain answer (``Domain.certain``: what the action alone decides, a
-code cell that does not compile) applies in recorded episodes, and how often it equals the
+code cell or an SQL statement that does not parse) applies in recorded episodes, and how often it equals the
 observation recorded there: on real episodes it must be every time; on simulated ones it
 says how often the world model got those steps right without it.
 
@@ -33,7 +33,7 @@ def main() -> None:
             raise SystemExit(f"{path}: {e}") from None
         for traj in trajectories:
             spec = domains.find(traj.domain)
-            seen: list[str] = []
+            seen: list[tuple[str, str]] = []
             for turn in traj.turns:
                 c = counts[turn.provenance.kind]
                 c[0] += 1
@@ -43,7 +43,7 @@ def main() -> None:
                     c[2] += certain == turn.observation
                     if certain != turn.observation:
                         others[(turn.observation.splitlines() or [""])[0][:60]] += 1
-                seen.append(turn.observation)
+                seen.append((turn.action, turn.observation))
         for kind, (steps, certain, equal) in sorted(counts.items()):
             print(f"{path}  {kind}: {steps} steps, {certain} with a certain answer, {equal} recorded the same")
         for first, n in others.most_common(5):

@@ -90,6 +90,19 @@ def action_of(row: BenchRow, turn: int | None = None) -> str | None:
     return parse_prompt_item(item)[0]
 
 
+def certain_observation(row: BenchRow) -> str | None:
+    """The real observation of the row's current turn where the action alone decides it
+    (:meth:`~lwm.domains.base.Domain.certain`: a code cell or sqlite3 input that does not
+    parse, SQL that completes no statement), from the row's earlier turns (their real
+    observations: teacher forcing); ``None``: a world model predicts it (also for a domain
+    ``lwm`` does not know and a turn without a readable action)."""
+    spec, action = domains.find(row.domain), action_of(row)
+    if spec is None or action is None:
+        return None
+    earlier = [(action_of(row, t) or "", observation_text(row.response[t - 1])) for t in range(1, row.turn_idx)]
+    return spec.certain(action, earlier, row.system_str)
+
+
 def observed_change(row: BenchRow, turn: int | None = None) -> str | None:
     """The change of turn ``turn`` (default: the current one) of ``row``: what a world model
     in mode ``change`` writes for it, read from the real observations. The observation
@@ -178,6 +191,7 @@ def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "fu
 
 
 __all__ = [
-    "PREDICTIONS", "Prediction", "action_of", "change_row", "check_prediction", "full_observation", "observed_change",
+    "PREDICTIONS", "Prediction", "action_of", "certain_observation", "change_row", "check_prediction",
+    "full_observation", "observed_change",
     "previous_observation", "request", "request_format", "row_prediction",
 ]

@@ -214,6 +214,7 @@ def eval_(
                                            "--score-candidates/--no-score-candidates"),
     index: Path | None = option(EvalConfig, "index", "--index", metavar="FILE"),
     neighbours: int | None = option(EvalConfig, "neighbours", "--neighbours", min=1, max=MAX_NEIGHBOURS),
+    certain: bool = option(EvalConfig, "certain", "--certain/--no-certain"),
     progress: bool = PROGRESS,
 ) -> None:
     """Predict every turn with a world model and score it against the real observation."""
@@ -231,7 +232,7 @@ def eval_(
                   episodes=episodes, sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
                   baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
                   prediction=predict, compact_tools=compact_tools, score_candidates=score_candidates,
-                  index=index, neighbours=neighbours)
+                  index=index, neighbours=neighbours, certain=certain)
     world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,
                       concurrency, timeout, context_window, str(adapter) if adapter else None)
     judge = ModelSpec(judge_model, judge_base_url or base_url, judge_api_key or api_key, concurrency,

@@ -23,7 +23,7 @@ from lwm.errors import EnvironmentClosedError
 Status = Literal["pass", "fail", "warn", "skip"]
 
 #: Texts tried, in order, as a malformed action: the first one the domain's parser refuses.
-MALFORMED = ("", "\x00", "}{ not an action", "DROP", "[[[")
+MALFORMED = ("", "\x00", "}{ not an action", "DROP", "not an action;", "[[[")
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def _certain(domain: Domain, script: Script) -> tuple[Status, str]:
             if expected is not None:
                 answered.append(action)
             if got is not None:
-                seen.append(got)
+                seen.append((action, got))
     finally:
         env.close()
     if not answered:

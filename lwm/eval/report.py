@@ -105,6 +105,7 @@ def summarize(records: list[dict], run_info: dict) -> dict:
                                      for r in scored),
         "errors": sum("candidate_error" in r for r in scored),
     } if scored else None
+    certain = {d: n for d, rs in by_domain.items() if (n := sum(bool(r.get("certain")) for r in rs))}
     return {
         "run": run_info,
         "rows": len(records),
@@ -117,6 +118,7 @@ def summarize(records: list[dict], run_info: dict) -> dict:
         "domains": domains,
         "depth": {name: _group(by_depth[name]) for _, _, name in DEPTHS if name in by_depth},
         "candidates": candidates,
+        "certain_rows": certain,
     }
 
 
@@ -174,8 +176,9 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
                   f"parse issues {summary['parse_issues'] or 'none'}")
     if summary.get("judge_errors"):
         console.print(f"judge failures {summary['judge_errors']}")
-    if line := candidates_line(summary):
-        console.print(line)
+    for line in (candidates_line(summary), certain_line(summary)):
+        if line:
+            console.print(line)
 
 
 def candidates_line(summary: dict) -> str | None:
@@ -190,6 +193,16 @@ def candidates_line(summary: dict) -> str | None:
         if summary["run"].get("retrieval") else ""
     return (f"candidates chosen {dict(chosen.most_common())}{neighbours}, scoring errors {c['errors']} "
             "(the model's own answer kept)")
+
+
+def certain_line(summary: dict) -> str | None:
+    """How many rows the domain answered without the model (``None`` when none)."""
+    counts = summary.get("certain_rows")
+    if not counts:
+        return None
+    each = ", ".join(f"{d} {n}" for d, n in sorted(counts.items()))
+    return (f"rows answered without the model, as the real environment answers them (what the action alone "
+            f"decides, Domain.certain): {sum(counts.values())} ({each}); --no-certain to let the model answer them")
 
 
 def to_markdown(summary: dict) -> str:
@@ -213,7 +226,7 @@ def to_markdown(summary: dict) -> str:
         f"Macro: `{dumps(summary['macro'])}`  \nMicro: `{dumps(summary['micro'])}`",
         f"Rows: {summary['rows']}; failed: {summary['failed']} {dumps(summary['errors'])}; "
         f"parse issues: `{dumps(summary['parse_issues'])}`{judge_errors}",
-        *([line] if (line := candidates_line(summary)) else []),
+        *(line for line in (candidates_line(summary), certain_line(summary)) if line),
     ]) + "\n"
 
 

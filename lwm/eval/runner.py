@@ -34,7 +34,15 @@ from lwm.metrics import fidelity
 from lwm.models import ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
-from lwm.prediction import Prediction, action_of, full_observation, request, request_format, row_prediction
+from lwm.prediction import (
+    Prediction,
+    action_of,
+    certain_observation,
+    full_observation,
+    request,
+    request_format,
+    row_prediction,
+)
 from lwm.retrieval import TransitionIndex, episode_of
 from lwm.schema import BenchRow, read_rows
 
@@ -79,6 +87,10 @@ class EvalConfig:
             candidates (never one of the row's own episode).
         neighbours: transitions taken from ``index`` per row, 1 to 8 (2 when not given);
             needs ``index``.
+        certain: answer the rows whose observation the action alone decides as the domain
+            does (:func:`lwm.prediction.certain_observation`), without the model, as the
+            simulator answers them; their predictions record ``"certain": true`` and the
+            summary counts them. ``False``: the model answers every row (the model alone).
 
     Raises:
         ValueError: ``neighbours`` without ``index``, or out of range.
@@ -100,6 +112,7 @@ class EvalConfig:
     score_candidates: bool | None = None
     index: Path | None = None
     neighbours: int | None = None
+    certain: bool = True
 
     def __post_init__(self) -> None:
         if self.neighbours is not None:
@@ -246,6 +259,9 @@ async def predict_rows(
             except Exception as e:
                 return rec | {"error": f"{type(e).__name__}: {e}"[:2000]}
             return rec | {"output": obs, "reasoning": "", "observation": obs, "parse_issues": [], "error": None}
+        if config.certain and (obs := certain_observation(row)) is not None:  # no model: the action decides
+            return rec | {"output": "", "reasoning": "", "observation": obs, "certain": True, "parse_issues": [],
+                          "error": None}
         messages, rec["dropped_turns"] = request(row, mode, model.count_tokens, config.max_prompt_tokens,
                                                      compact=compact)
         async with one_row_at_a_time:
@@ -409,6 +425,7 @@ async def evaluate(
         load_baseline(config)  # fail before predicting, not after
     prediction, compact = request_format(model, config.prediction, config.compact_tools)
     scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
+    certain = config.certain and getattr(model, "predict_row", None) is None  # a reference guess answers all
     retrieval = None
     if config.index is not None:  # the file's content is the setting: a rebuilt index is another run
         retrieval = {"index_sha256": hashlib.sha256(Path(config.index).read_bytes()).hexdigest(),
@@ -416,12 +433,13 @@ async def evaluate(
     # defaults: what runs recorded before these settings existed used
     check_run_settings(out / "run.json", {
         "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
-        "retrieval": retrieval,
+        "retrieval": retrieval, "certain": certain,
         "sampling": config.sampling.to_dict(),
         "max_prompt_tokens": config.max_prompt_tokens,
         "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
-    }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None})
+    }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None,
+                 "certain": False})
     t0 = time.monotonic()
     records, n_predicted = await predict_rows(rows, model, config, index=index, show_progress=show_progress)
     t_pred = time.monotonic() - t0
@@ -434,6 +452,7 @@ async def evaluate(
         "compact_tools": compact,
         "score_candidates": scoring,
         "retrieval": retrieval,
+        "certain": certain,
         "judge": judge.name if judge else None,
         "judge_mode": config.judge_mode if judge else None,
         "sampling": config.sampling.to_dict(),

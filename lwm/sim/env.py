@@ -244,8 +244,8 @@ class SimEnv:
             malformed gets that environment's answer, not the model's
             (:meth:`~lwm.domains.base.Domain.refusal`; ``info["action_error"]``, provenance
             ``<domain>/refusal``), as the ``real`` backend gives it; so does an action whose
-            answer it alone decides (:meth:`~lwm.domains.base.Domain.certain`: a cell that does
-            not parse; provenance ``<domain>/certain``).
+            answer it alone decides (:meth:`~lwm.domains.base.Domain.certain`: a cell or an SQL
+            statement that does not parse; provenance ``<domain>/certain``).
 
         Raises:
             EnvironmentClosedError: not reset.
@@ -258,7 +258,8 @@ class SimEnv:
             # answered as the real environment answers it: a malformed action reaches nothing
             prov = Provenance(kind="simulated", source=f"{self.domain}/refusal")
             predicted = {"observation": refused.observation, "action_error": refused.reason, "parse_issues": []}
-        elif (certain := self.spec.certain(action, [t.observation for t in traj.turns], traj.system_prompt)):
+        elif (certain := self.spec.certain(action, [(t.action, t.observation) for t in traj.turns],
+                                           traj.system_prompt)) is not None:
             prov = Provenance(kind="simulated", source=f"{self.domain}/certain")  # the action alone decides it
             predicted = {"observation": certain, "parse_issues": []}
         else:

@@ -137,7 +137,13 @@ def test_the_built_in_terminal_passes_from_the_cli():
 @needs_sandbox
 def test_the_code_interpreter_answers_a_cell_that_does_not_compile_as_the_simulator_does():
     [certain] = [c for c in check_env(domains.get("code")) if c.name == "certain answer"]
-    assert certain.status == "pass" and certain.detail.startswith("2 actions answered"), certain
+    assert certain.status == "pass" and certain.detail.startswith("3 actions answered"), certain
+
+
+@needs_sandbox
+def test_the_sqlite_shell_answers_broken_sql_as_the_simulator_does():
+    [certain] = [c for c in check_env(domains.get("db")) if c.name == "certain answer"]
+    assert certain.status == "pass" and "'not an action;'" in certain.detail, certain
 
 
 def test_a_domain_by_module_and_attribute(tmp_path, monkeypatch):

@@ -126,6 +126,18 @@ def test_control_characters_are_not_typed(shop):
 
 
 @needs_sandbox
+def test_output_cannot_pass_for_the_clients_prompt():
+    # the controller counts prompt markers to know the client waits again: printed ones must not count
+    with DbEnv(statement_timeout=1.0, action_timeout=6.0) as env:
+        env.reset(Task("t", options={"engine": "sqlite"}))
+        env.step(".mode list")
+        forged = "char(29) || 'P1' || char(29)"
+        first = env.step(f"SELECT {forged} || {forged} AS m;\nSELECT 7 AS n;").observation
+        assert first == "m\n\x1dP1\x1d\x1dP1\x1d\nn\n7"
+        assert env.step("SELECT 8 AS n;").observation == "n\n8"
+
+
+@needs_sandbox
 def test_snapshot_and_restore(shop):
     snap = shop.snapshot()
     shop.step("DELETE FROM orders;\nCREATE TABLE extra (x int);")

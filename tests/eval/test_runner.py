@@ -302,3 +302,31 @@ async def test_change_mode_is_drawn_into_full_screens_and_scored_as_such(tmp_pat
     with pytest.raises(ValueError, match="prediction mode"):
         await evaluate(EvalConfig(out=tmp_path / "bad", data=tmp_path / "data", prediction="diff"),
                        change_model(outputs), show_progress=False)
+
+
+async def test_what_the_action_alone_decides_is_answered_without_the_model(tmp_path):
+    from lwm.domains.db import spec
+
+    prov = Provenance(kind="real", source="test")
+    real = ["", "1", 'Parse error: near "SELEC": syntax error\n  SELEC 1;\n  ^--- error here', "name\n----\nAda"]
+    actions = ["SELECT 1", ";", "SELEC 1;", "SELECT name FROM t;"]   # unfinished, runs, broken, runs
+    t = Trajectory(id="db-1", domain="db", system_prompt=spec.system_prompt("sqlite", ("CREATE TABLE t (name)",)),
+                   turns=[Turn(index=i + 1, action=a, observation=o, provenance=prov)
+                          for i, (a, o) in enumerate(zip(actions, real))])
+    write_rows(tmp_path / "data" / "db_test.jsonl", rows_from_trajectory(t, action_lang="sql"))
+    asked = []
+
+    def nothing(messages):
+        asked.append(messages)
+        return "<predicted_observation></predicted_observation>"
+
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=tmp_path / "data"), FunctionChatModel(nothing),
+                             show_progress=False)
+    records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert [r.get("certain", False) for r in records] == [True, False, True, False] and len(asked) == 2
+    assert [r["fidelity"]["exact"] for r in records] == [1.0, 0.0, 1.0, 0.0]
+    assert summary["certain_rows"] == {"db": 2} and summary["run"]["certain"] is True
+    assert "rows answered without the model" in (tmp_path / "run" / "report.md").read_text()
+    alone = await evaluate(EvalConfig(out=tmp_path / "alone", data=tmp_path / "data", certain=False),
+                           FunctionChatModel(nothing), show_progress=False)
+    assert alone["certain_rows"] == {} and len(asked) == 6 and alone["domains"]["db"]["exact"] == 25.0

@@ -442,9 +442,25 @@ def test_a_cell_that_does_not_compile_is_answered_as_the_real_interpreter_answer
         got = code.certain(cell, seen, system)
         assert got is None or got == want, cell
         certain += got is not None
-        seen.append(want)
+        seen.append((cell, want))
     real.close()
     assert certain == 5   # the five cells that do not compile, numbered across the restart
+
+
+def test_the_simulator_answers_sql_that_runs_nothing_or_does_not_parse_without_the_model():
+    from lwm.domains.db import spec
+
+    seen = []
+    env = SimEnv("db", echo_model(seen), system_prompt=spec.system_prompt("sqlite", ("CREATE TABLE customers (id, name)",)),
+                 judge_rewards=False)
+    env.reset(Task("t"), initial_observation="")
+    assert env.step("SELECT name FROM customers").observation == ""  # unfinished: the shell waits
+    assert env.step("WHERE id = 3;").observation == "obs of ### Turn 2"  # now it runs: the model answers
+    r = env.step("Here is the query:\nSELECT 1;")
+    assert r.observation.startswith('Parse error: near "Here": syntax error\n')
+    assert env.step("SELECT * FROM nope;").observation == "Parse error: no such table: nope"  # the setup's schema
+    assert len(seen) == 1 and [t.provenance.source for t in env.trajectory.turns] == ["db/certain", "scripted-wm",
+                                                                                       "db/certain", "db/certain"]
 
 
 def test_the_simulator_answers_a_cell_that_does_not_compile_without_the_model():

@@ -240,7 +240,7 @@ def cell_number(observations: Sequence[str]) -> int:
     return count + 1
 
 
-def certain_answer(action: str, observations: Sequence[str], system: str = "") -> str | None:
+def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "") -> str | None:
     """The interpreter's answer to a cell that does not parse: it runs nothing and shows
     CPython's syntax error for ``File "<cell n>"`` (as the controller formats it:
     ``traceback.format_exception_only``), so no world model is needed. ``None`` for a
@@ -250,7 +250,7 @@ def certain_answer(action: str, observations: Sequence[str], system: str = "") -
     version than the one running ``lwm`` (its messages differ; ``lwm check-env code``
     compares the answers to a few such cells with the sandbox's interpreter).
 
-    >>> print(certain_answer("x = (1,", ["Out[1]: 2"]))
+    >>> print(certain_answer("x = (1,", [("1 + 1", "Out[1]: 2")]))
     [error]
       File "<cell 2>", line 1
         x = (1,
@@ -260,7 +260,7 @@ def certain_answer(action: str, observations: Sequence[str], system: str = "") -
     version = _VERSION.search(system)
     if "\0" in action or version and tuple(map(int, version.groups())) != sys.version_info[:2]:
         return None  # a null byte: refused before parsing, in words that differ between 3.11 releases
-    filename = f"<cell {cell_number(observations)}>"
+    filename = f"<cell {cell_number([observation for _, observation in turns])}>"
     try:
         ast.parse(action, filename, "exec")
     except SyntaxError as e:

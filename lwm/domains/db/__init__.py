@@ -33,6 +33,7 @@ DOMAIN = Domain(
                    "a query's output shows them; a statement answered by an error, or a transaction left open or "
                    'rolled back, changed nothing.'),
     trivial_observation=spec.trivial_observation,
+    certain_answer=spec.certain_answer,
     environment=Lazy("lwm.domains.db.env:DbEnv"),
     task_options=(TaskOption.choice("engine", spec.ENGINES),),
     suite=Lazy("lwm.domains.db.suite"),

@@ -20,7 +20,8 @@ answers one JSON line per request on stdin:
 The interactive client is the real ``sqlite3`` or ``psql`` on a pty (so it behaves as for
 a person at a terminal) with echo off and its prompts replaced by markers: every line it
 reads is followed by one marker, so after n lines typed, n markers mean it is waiting for
-input again (marker 1 = ready, 2 = inside an unfinished statement, 3 = COPY data).
+input again (marker 1 = ready, 2 = inside an unfinished statement, 3 = COPY data). Each
+session's markers hold a random nonce, so output cannot pass for one.
 
 Kept to the standard library of Python 3.8+ (the sandbox's system Python).
 """
@@ -45,11 +46,10 @@ PG_DATA = "/tmp/pgdata"
 PG_SOCK = "/tmp/.pgsock"
 SNAPS = "/tmp/.lwm-snapshots"
 INPUTRC = "/tmp/.lwm-inputrc"
-MARK = re.compile(rb"\x1dP([123])\x1d")
 FLOOD = 8 << 20  # bytes of output after which a statement is interrupted
 
 cfg = {}
-client = {"proc": None, "fd": None}
+client = {"proc": None, "fd": None, "nonce": b"", "mark": None}
 
 
 def reply(obj):
@@ -138,11 +138,16 @@ def op_session(_):
     attr[1] &= ~termios.OPOST
     attr[3] &= ~(termios.ECHO | termios.ICANON | termios.IEXTEN)
     termios.tcsetattr(slave, termios.TCSANOW, attr)
+    # a fresh nonce in every marker: output the agent's SQL prints (char(29) || 'P1' …) cannot forge one
+    nonce = os.urandom(6).hex()  # sqlite3 keeps 19 characters of a prompt
+    client["nonce"] = nonce.encode()
+    client["mark"] = re.compile(b"\x1dP([123])" + client["nonce"] + b"\x1d")
+    mark = {n: "\x1dP%s%s\x1d" % (n, nonce) for n in "123"}
     if cfg["engine"] == "sqlite":
-        argv = ["sqlite3", "-header", "-column", "-cmd", ".prompt '\x1dP1\x1d' '\x1dP2\x1d'", SQLITE_DB]
+        argv = ["sqlite3", "-header", "-column", "-cmd", ".prompt '%s' '%s'" % (mark["1"], mark["2"]), SQLITE_DB]
     else:
-        argv = ["psql", "-X", "-P", "pager=off", "-v", "PROMPT1=\x1dP1\x1d", "-v", "PROMPT2=\x1dP2\x1d",
-                "-v", "PROMPT3=\x1dP3\x1d"]
+        argv = ["psql", "-X", "-P", "pager=off", "-v", "PROMPT1=" + mark["1"], "-v", "PROMPT2=" + mark["2"],
+                "-v", "PROMPT3=" + mark["3"]]
     client["proc"] = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=client_env(), cwd="/app",
                                       start_new_session=True)
     os.close(slave)
@@ -203,8 +208,9 @@ def talk(data, lines, timeout, stmt_timeout=None):
                 break
             buf += chunk
             while True:
-                m = MARK.search(buf)
-                text = buf[: m.start()] if m else buf[: max(0, len(buf) - 3)]  # a marker may be split
+                m = client["mark"].search(buf)
+                split = len(client["nonce"]) + 3  # a marker may be split: keep what may be its start
+                text = buf[: m.start()] if m else buf[: max(0, len(buf) - split)]
                 room = cfg["max_output"] - len(kept)
                 kept += text[:room]
                 dropped += max(0, len(text) - max(room, 0))

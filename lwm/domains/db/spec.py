@@ -21,7 +21,7 @@ statement due to statement timeout``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from lwm.errors import ActionFormatError
 
@@ -201,6 +201,86 @@ _TAGS = {"INSERT": "INSERT 0 1", "UPDATE": "UPDATE 1", "DELETE": "DELETE 1", "BE
          "COMMIT": "COMMIT", "END": "COMMIT", "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK", "SET": "SET",
          "SAVEPOINT": "SAVEPOINT", "RELEASE": "RELEASE", "TRUNCATE": "TRUNCATE TABLE"}
 _OBJECT_MODIFIERS = {"OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY", "UNLOGGED", "MATERIALIZED", "IF", "NOT", "EXISTS"}
+
+
+_RESTARTED = "s: the client was restarted]"
+#: Bytes of output the environment keeps per action (``DbEnv``'s ``max_output`` is 16 KiB):
+#: a longer answer may have been cut there.
+_KEPT = 8192
+
+
+def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "") -> str | None:
+    """What the ``sqlite3`` shell prints where the SQL typed alone decides it: nothing for
+    input that completes no statement (the shell waits for the rest), ``Parse error: …``
+    with its caret for a first statement that does not prepare: a syntax error, or, while
+    the schema is the setup's (:func:`setup_statements`), a name's error such as ``no such
+    table`` (:mod:`lwm.domains.db.sqlite_shell`). ``None`` otherwise, and for psql sessions
+    (``system`` names the client): the world model predicts it. ``turns`` are the episode's
+    earlier ``(action, observation)`` pairs: what they left unfinished is continued by
+    ``action``.
+
+    >>> sqlite = system_prompt("sqlite")
+    >>> certain_answer("SELECT name FROM users", [], sqlite), certain_answer("';", [("SELECT 'a", "")], sqlite)
+    ('', None)
+    >>> print(certain_answer("Here is the query: SELECT 1;", [], sqlite))
+    Parse error: near "Here": syntax error
+      Here is the query: SELECT 1;
+      ^--- error here
+    """
+    from lwm.domains.db import sqlite_shell
+
+    if f"Environment: {_CLIENT['sqlite'][0]}" not in system:
+        return None
+    typed: list[str] = []
+    for earlier, observation in turns:
+        if _RESTARTED in observation:
+            return None  # a fresh client after a time-out: what the old one left is not known
+        try:
+            typed.append(parse_action(earlier))
+        except ActionFormatError as e:  # never typed; an empty action is, as it is
+            if e.reason == EMPTY_ACTION:
+                if earlier.strip(" \t\n"):
+                    return None  # \r, \v, \f … are keys to the client's line editor
+                typed.append(earlier)
+    answer = sqlite_shell.answer(action, typed, setup_statements(system))
+    return None if answer is not None and len(answer.encode()) > _KEPT else answer
+
+
+_SETUP_BLOCKS = (re.compile(r"^The database was prepared \(before the episode\) with:\n```sql\n(.*)\n```\n\nEach turn ",
+                            re.M | re.S),  # SYSTEM_PROMPT's
+                 re.compile(r"^Prepared before the first action:\n```\n(.*)\n```\Z", re.M | re.S))  # the simulator's
+
+
+def setup_statements(system: str) -> list[str] | None:
+    r"""The statements that prepared the database, read from a system prompt of
+    :func:`system_prompt` (and the block :func:`lwm.sim.env.with_initial_state` adds):
+    one starts on each line that begins with a statement's first word. ``[]`` when it says
+    the database starts empty; ``None`` when it says neither.
+
+    >>> setup_statements(system_prompt("sqlite", ("CREATE TABLE t (\n  x INT\n)", "INSERT INTO t VALUES (1)")))
+    ['CREATE TABLE t (\n  x INT\n)', 'INSERT INTO t VALUES (1)']
+    """
+    import sqlite3
+
+    blocks = [m[1] for pattern in _SETUP_BLOCKS if (m := pattern.search(system))]
+    if not blocks:
+        return [] if "\nThe database starts empty.\n" in system else None
+    text = "\n".join(blocks)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: not SQL a client could have been given
+    if "\0" in text:
+        return None
+    statements: list[str] = []
+    for line in text.split("\n"):
+        first = line.split(None, 1)[0].upper() if line[:1].isalpha() else ""
+        # a statement's word starts the next one, unless inside a string or comment
+        if not statements or first in _STATEMENT_WORDS and sqlite3.complete_statement(statements[-1] + ";"):
+            statements.append(line)
+        else:
+            statements[-1] += "\n" + line
+    return statements
 
 
 def trivial_observation(action: str, previous: str = "", system: str = "") -> str:
