@@ -51,8 +51,7 @@ _SETUP_SCHEMA = re.compile(r"CREATE\s+(?:UNIQUE\s+INDEX|INDEX|TABLE|VIEW|TRIGGER
 #: Tables the shell adds to SQLite's own (its extensions): a missing table of that name is not.
 _SHELL_TABLES = {"generate_series", "fsdir", "completion", "zipfile", "sqlite_dbdata", "sqlite_dbptr"}
 #: First words of the statements that leave the schema as it was.
-_KEEPS_SCHEMA = {"SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES", "BEGIN", "COMMIT", "END",
-                 "ROLLBACK", "SAVEPOINT", "RELEASE", "EXPLAIN"}
+_KEEPS_SCHEMA = _ROWS | {"BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "EXPLAIN"}
 #: Dot-commands that change neither what later SQL prints nor how lines are read.
 _PLAIN_DOT = {"tables", "table", "schema", "indexes", "indices", "databases", "help", "show", "headers", "header",
               "mode", "width", "nullvalue", "dbinfo", "fullschema"}
@@ -61,6 +60,7 @@ _SPACE_BYTES = _SPACE.encode()
 #: The schema of a database whose schema is not known: one table, so that a fresh connection
 #: has a schema still to read, as the episode's session has until a statement reads it.
 _UNKNOWN = ("CREATE TABLE lwm_schema_not_known (x)",)
+#: What a setup statement may not do here (reach another file, change the connection).
 _DENIED = {sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA}
 
 
