@@ -174,7 +174,9 @@ class Domain:
             does not parse), given the episode's earlier turns as ``(action, observation)``
             pairs (oldest first, the reset excluded) and the world model's system prompt;
             ``None``: the world model predicts it. The simulator answers it (:meth:`certain`),
-            so no model invents an answer there.
+            so no model invents an answer there. Only for actions that run nothing: an episode
+            of such answers and refusals keeps its start's reward (:meth:`SimEnv.averify
+            <lwm.sim.env.SimEnv.averify>`).
         trivial_observation: ``(action, previous, system) -> observation``, the reference
             guess of ``lwm eval --model baseline:trivial`` (``None``: the empty guess).
         environment: ``environment(**options) -> RealEnvironment``, a fresh real

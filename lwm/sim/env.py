@@ -189,7 +189,7 @@ class SimEnv:
         """
         task = task or Task("simulated")
         first = initial_observation if initial_observation is not None else task.options.get("initial_observation")
-        origin = "given"
+        origin, reward_at_start = "given", None
         own_prompt = self._system_prompt is not None or bool(task.options.get("system_prompt"))
         # a domain whose prompt needs the real environment's settings (fs, mcp: the server's
         # tool list) takes it from a real start when none is given
@@ -201,7 +201,7 @@ class SimEnv:
 
             start = await asyncio.to_thread(real_start, self.domain, task)
             if first is None:
-                first, origin = start.initial_observation, "real"
+                first, origin, reward_at_start = start.initial_observation, "real", start.reward
             base = self._base_prompt(task) if own_prompt else start.system_prompt
         else:
             base = self._base_prompt(task)
@@ -216,6 +216,8 @@ class SimEnv:
             metadata={"episode": task.name, "family": task.family or task.name, "backend": "sim",
                       "controls": [c.label() for c in self.controls], "initial_observation": origin},
         )
+        if reward_at_start is not None:
+            self.trajectory.metadata["reward_at_start"] = reward_at_start
         return str(first)
 
     async def _generate_initial(self, system_prompt: str, task: Task) -> str:
@@ -342,8 +344,18 @@ class SimEnv:
         reward model's ``reward_rationale``); ``None`` when there is nothing to judge (no
         verifier for ``probe``, no instruction for the reward model) or the reward model
         gave no verdict (``metadata["reward_error"]``). The probe is asked on a copy of the
-        history: it is never part of the episode."""
+        history: it is never part of the episode. An episode from a real start whose every
+        action ran nothing (answered by the domain itself: refused as malformed, or a certain
+        answer) has the real verifier's verdict on that start (``reward_source``
+        ``unchanged``), whatever the source."""
         traj = self._require()
+        if (start := traj.metadata.get("reward_at_start")) is not None and all(
+                t.provenance.source in (f"{self.domain}/certain", f"{self.domain}/refusal") for t in traj.turns):
+            traj.reward = start
+            traj.metadata.update({"reward_source": "unchanged", "reward_rationale": (
+                "every action ran nothing (refused, or answered by the domain's rules): the real verifier's "
+                "verdict on the start")})
+            return traj.reward
         check = self.task.check if self.task is not None else None
         # auto: the probe where the task has a verifier (its errors are misses), else the
         # trained verdict (in closed loop it pays failures: docs/results.md, stage 2)

@@ -475,3 +475,24 @@ def test_the_simulator_answers_a_cell_that_does_not_compile_without_the_model():
                    judge_rewards=False)   # another version's messages: the model answers
     other.reset(Task("t"), initial_observation="(no output)")
     assert other.step("print(x").observation == "obs of ### Turn 1" and len(seen) == 2
+
+
+@needs_sandbox
+def test_an_episode_that_ran_nothing_keeps_the_reward_of_its_real_start(monkeypatch, tmp_path):
+    monkeypatch.setenv("LWM_HOME", str(tmp_path))  # a fresh cache of starts
+    task = Task("t", instruction="Add Tim to people.", setup=("CREATE TABLE people (name TEXT)",),
+                check=Check("SELECT count(*) AS n FROM people WHERE name = 'Tim';", "1", "regex"),
+                options={"engine": "sqlite"})
+    seen = []
+    env = SimEnv("db", echo_model(seen), reward="probe", real_start=True)
+    env.reset(task)
+    assert env.trajectory.metadata["reward_at_start"] == 0.0  # the real verifier on the untouched database
+    env.step("Sure! Here is the query:")        # prose: unfinished, nothing runs
+    env.step("INSERT INTO people VALUES ('Tim');")  # joined to the prose: a parse error, nothing runs
+    env.step("\x01")                              # refused as malformed
+    assert env.verify() == 0.0 and env.trajectory.metadata["reward_source"] == "unchanged" and seen == []
+    ran = SimEnv("db", echo_model(seen), reward="probe", real_start=True)
+    ran.reset(task)
+    ran.step("INSERT INTO people VALUES ('Tim');")  # it runs: the model answers, the probe is asked
+    ran.verify()
+    assert ran.trajectory.metadata["reward_source"] == "probe" and len(seen) == 2
