@@ -220,7 +220,7 @@ class DbEnv(ControlledEnvironment):
             info["timed_out"] = True
             if res.get("restarted"):
                 info["client_restarted"] = True
-                obs += f"\n[no answer within {self.action_timeout:g} s: the client was restarted]"
+                obs += "\n" + domain.RESTARTED.format(timeout=self.action_timeout)
         done = bool(res.get("exited")) and not res.get("restarted")
         if done:
             info["client_exited"] = True

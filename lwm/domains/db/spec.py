@@ -203,7 +203,10 @@ _TAGS = {"INSERT": "INSERT 0 1", "UPDATE": "UPDATE 1", "DELETE": "DELETE 1", "BE
 _OBJECT_MODIFIERS = {"OR", "REPLACE", "UNIQUE", "TEMP", "TEMPORARY", "UNLOGGED", "MATERIALIZED", "IF", "NOT", "EXISTS"}
 
 
-_RESTARTED = "s: the client was restarted]"
+#: The line an observation ends with when the client did not come back after a time-out
+#: and a fresh one replaced it (:class:`~lwm.domains.db.env.DbEnv`).
+RESTARTED = "[no answer within {timeout:g} s: the client was restarted]"
+_RESTARTED = RESTARTED.split("}", 1)[1].lstrip()  # "s: the client was restarted]", wherever it stands
 #: Bytes of output the environment keeps per action (``DbEnv``'s ``max_output`` is 16 KiB):
 #: a longer answer may have been cut there.
 _KEPT = 8192

@@ -309,23 +309,24 @@ def answer(action: str, previous_actions: Sequence[str], setup: Sequence[str] | 
     lib = _library()
     if lib is None:
         return None
-    schema = lib.probe(tuple(setup)) if setup is not None else None
+    schema_file = lib.probe(tuple(setup)) if setup is not None else None  # None: the schema is not known
     pending, scan = "", _Scan()
     for earlier in previous_actions:
         left = _runs(_typed_lines(earlier), pending, scan)
         if left is None:
             return None
         ran, pending, scan = left
-        if schema is not None and any(_changes_schema(lib, schema, text) for text in ran):
-            schema = None
+        if schema_file is not None and any(_changes_schema(lib, schema_file, text) for text in ran):
+            schema_file = None
     now = _runs(_typed_lines(action), pending, scan)
-    if now is None:
+    probe = schema_file or lib.probe(_UNKNOWN)
+    if now is None or probe is None:
         return None
     shown = []
     for text in now[0]:
-        raw = text.encode("utf-8")
-        if text.startswith(".") or (probe := schema or lib.probe(_UNKNOWN)) is None:
+        if text.startswith("."):
             return None  # a dot-command prints what the world model predicts
+        raw = text.encode("utf-8")
         prepared = lib.statements(probe, raw)
         if not prepared:
             continue  # empty statements: nothing is printed
@@ -333,7 +334,7 @@ def answer(action: str, previous_actions: Sequence[str], setup: Sequence[str] | 
             return None  # a statement runs: what it prints is the world model's
         start, _, message, offset = prepared[0]
         statement = raw[start:].decode("utf-8", "replace")
-        if not _decided(message, schema is not None) or schema is None and _SCHEMA_FIRST.search(
+        if not _decided(message, schema_file is not None) or schema_file is None and _SCHEMA_FIRST.search(
                 _strip_comments(statement)):
             return None
         shown.append(f"Parse error: {message}{_error_context(statement, offset) if offset >= 0 else ''}")
@@ -349,15 +350,16 @@ def _decided(message: str, schema_known: bool) -> bool:
     return schema_known and bool(_NAMES.fullmatch(message)) and not (missing and missing[1].lower() in _SHELL_TABLES)
 
 
-def _changes_schema(lib: _Library, schema: str, text: str) -> bool:
+def _changes_schema(lib: _Library, schema_file: str, text: str) -> bool:
     """Whether a statement of ``text`` that the shell ran may have changed the schema (one that
     fails here for a reason the shell may not share, such as a function of its own, may have)."""
     if text.startswith("."):
         return False  # a plain dot-command
-    for start, rc, message, _ in lib.statements(schema, text.encode("utf-8")):
+    raw = text.encode("utf-8")
+    for start, rc, message, _ in lib.statements(schema_file, raw):
         if rc:
             return not _decided(message, True)  # the shell stops at it too: nothing after it runs
-        if _first_word(text.encode("utf-8")[start:].decode("utf-8", "replace")) not in _KEEPS_SCHEMA:
+        if _first_word(raw[start:].decode("utf-8", "replace")) not in _KEEPS_SCHEMA:
             return True
     return False
 
