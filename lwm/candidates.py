@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from lwm import domains
 from lwm.data.build import format_target
 from lwm.models.base import Message
-from lwm.prediction import Prediction, action_of, full_observation, previous_observation, row_prediction
+from lwm.prediction import (
+    Prediction,
+    action_of,
+    drawn_observation,
+    previous_observation,
+    row_prediction,
+    ruled_out,
+)
 from lwm.retrieval import IndexEntry, action_text
 from lwm.schema import BenchRow
 
@@ -86,15 +93,17 @@ def candidate_scoring(model: object, setting: bool | None = None, retrieval: boo
     return True
 
 
-def candidates(row: BenchRow, mode: Prediction, written: str,
-               neighbours: Sequence[IndexEntry] = ()) -> dict[str, tuple[str, str]]:
+def candidates(row: BenchRow, mode: Prediction, written: str, neighbours: Sequence[IndexEntry] = (),
+               rule_out: bool = True) -> dict[str, tuple[str, str]]:
     """The distinct candidates for the row's current turn, ``{source: (written, full)}``:
     the model's answer ``written`` (as it wrote it, in the row's mode) first, then
     ``repeat-last``, ``trivial`` and ``neighbour-1`` … (the observations of ``neighbours``,
     real transitions like this one: :mod:`lwm.retrieval`; in a domain that draws changes,
     the change of a neighbour whose action says the same, drawn on this row's
-    observation). An alternative that the row's mode cannot write (no change draws it) or
-    that repeats an earlier candidate is left out."""
+    observation). An alternative that the row's mode cannot write (no change draws it),
+    that repeats an earlier candidate, or that the action alone rules out
+    (:func:`lwm.prediction.ruled_out`, unless ``rule_out`` is false; the model's answer
+    too, unless nothing else is left) is left out."""
     spec = domains.find(row.domain)
     previous, action = previous_observation(row), action_of(row)
     changed = row_prediction(row, mode) == "change"
@@ -103,17 +112,18 @@ def candidates(row: BenchRow, mode: Prediction, written: str,
         if not changed:
             return full
         text = spec.observed_change(previous, action or "", full, row.system_str)
-        return text if text is not None and full_observation(row, text, mode) == full else None
+        return text if text is not None and drawn_observation(row, text, mode) == full else None
 
-    options = {"model": (written, full_observation(row, written, mode))}
+    options: dict[str, tuple[str, str]] = {}
 
     def add(source: str, text: str | None) -> None:
         if text is None:
             return
-        full = full_observation(row, text, mode)
-        if full not in {f for _, f in options.values()}:
+        full = drawn_observation(row, text, mode)
+        if (not rule_out or ruled_out(row, full) is None) and full not in {f for _, f in options.values()}:
             options[source] = (text, full)
 
+    add("model", written)
     add("repeat-last", as_written(previous))
     if spec is not None and spec.trivial_observation is not None and action is not None:
         add("trivial", as_written(spec.trivial_observation(action, previous, row.system_str)))
@@ -129,11 +139,11 @@ def candidates(row: BenchRow, mode: Prediction, written: str,
         if change is not None:
             add(f"neighbour-{i}", change if changed else spec.render_change(change, previous, action or "",
                                                                             row.system_str))
-    return options
+    return options or {"model": (written, drawn_observation(row, written, mode))}
 
 
 async def choose(model: object, messages: list[Message], row: BenchRow, mode: Prediction, written: str,
-                 neighbours: Sequence[IndexEntry] = ()) -> Choice:
+                 neighbours: Sequence[IndexEntry] = (), rule_out: bool = True) -> Choice:
     """The candidate the model finds likeliest after ``messages`` (the prompt its answer
     ``written`` was generated from): the highest log-probability of the whole answer.
 
@@ -143,7 +153,7 @@ async def choose(model: object, messages: list[Message], row: BenchRow, mode: Pr
         ValueError: the model cannot score whole answers (:func:`can_score`).
     """
     candidate_scoring(model, True)  # raises for a model that cannot score
-    options = candidates(row, mode, written, neighbours)
+    options = candidates(row, mode, written, neighbours, rule_out)
     scores = {}
     for source, (text, _) in options.items():
         target = format_target(text)

@@ -173,8 +173,8 @@ def request(row: BenchRow, prediction: Prediction = "full", count_tokens: Callab
     return build_messages(change_row(row) if changed else row, count_tokens, max_prompt_tokens)
 
 
-def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
-    """The full observation of the row's current turn from what the model wrote: as it is
+def drawn_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
+    """The full observation of the row's current turn as the model wrote it: as it is
     where :func:`row_prediction` says ``full``, else drawn by the domain's renderer
     from the previous observation (the row's ground truth before this turn: teacher
     forcing), the action and ``predicted`` (an unreadable action types nothing), with what the
@@ -190,8 +190,27 @@ def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "fu
     return spec.render_change(predicted, previous, action, row.system_str)
 
 
+def ruled_out(row: BenchRow, observation: str) -> str | None:
+    """The domain's trivial guess for the row's current turn where its action alone rules
+    the full ``observation`` out (:attr:`~lwm.domains.base.Domain.rules_out`: a syntax
+    error reported for a code cell that compiles), else ``None``."""
+    spec, action = domains.find(row.domain), action_of(row)
+    if spec is None or spec.rules_out is None or action is None or \
+            not spec.rules_out(observation, action, row.system_str):
+        return None
+    return spec.trivial_observation(action, previous_observation(row), row.system_str)
+
+
+def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
+    """The full observation of the row's current turn from what the model wrote
+    (:func:`drawn_observation`), replaced by the domain's trivial guess where the action
+    alone rules it out (:func:`ruled_out`)."""
+    drawn = drawn_observation(row, predicted, prediction)
+    return guess if (guess := ruled_out(row, drawn)) is not None else drawn
+
+
 __all__ = [
     "PREDICTIONS", "Prediction", "action_of", "certain_observation", "change_row", "check_prediction",
-    "full_observation", "observed_change",
-    "previous_observation", "request", "request_format", "row_prediction",
+    "drawn_observation", "full_observation", "observed_change",
+    "previous_observation", "request", "request_format", "row_prediction", "ruled_out",
 ]

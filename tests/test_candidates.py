@@ -55,6 +55,19 @@ def test_each_candidate_is_written_in_the_rows_mode_and_draws_back_into_itself()
     assert list(full) == ["model", "repeat-last"] and full["repeat-last"] == (previous, previous)
 
 
+def test_a_candidate_the_action_alone_rules_out_is_left_out():
+    error = '[error]\n  File "<cell 1>", line 1\n    x = (\n        ^\nSyntaxError: \'(\' was never closed'
+    traj = Trajectory(id="code/t/run0", domain="code", system_prompt="", turns=[
+        Turn(index=1, action="x = (", observation=error, provenance=Provenance(kind="real")),
+        Turn(index=2, action="x = 1", observation="(no output)", provenance=Provenance(kind="real"))])
+    row = rows_from_trajectory(traj)[-1]
+    # the previous observation, a syntax error, cannot be this cell's answer: it compiles
+    assert candidates(row, "full", "Out[2]: 1") == {"model": ("Out[2]: 1", "Out[2]: 1"),
+                                                     "trivial": ("(no output)", "(no output)")}
+    invented = error.replace("<cell 1>", "<cell 2>")   # the model's own impossible answer is left out too
+    assert candidates(row, "full", invented) == {"trivial": ("(no output)", "(no output)")}
+
+
 def test_answers_are_scored_in_one_batch_as_token_by_token():
     model = load_model("embedded")
     row = _row(SCREEN)

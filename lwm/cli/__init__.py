@@ -321,7 +321,8 @@ def wm2real(
     progress: bool = PROGRESS,
 ) -> None:
     """Replay simulated episodes in the real environment: divergence per step and by depth,
-    reward agreement, false successes."""
+    reward agreement, false successes; labelled.jsonl holds the episodes with their real
+    verdict (metadata.real_reward) for lwm data verdicts --from and lwm agent rewards."""
     from lwm.eval.wm2real import to_markdown
     from lwm.eval.wm2real import wm2real as run_wm2real
 
@@ -330,6 +331,8 @@ def wm2real(
     Console(soft_wrap=True).print(to_markdown(res.summary), markup=False, highlight=False)
     if res.summary["trajectories"]:
         _html_report(out)
+    if res.summary["labelled"]:
+        note(f"{res.summary['labelled']} episodes with their real verdict: {out / 'labelled.jsonl'}")
     if res.summary["failed"]:
         note(f"{len(res.summary['failed'])} trajectories could not be replayed (see {out}/summary.json)", "yellow")
         if res.summary["trajectories"] == 0:

@@ -31,10 +31,11 @@ the task is labelled achieved. Episodes whose verifier fails are counted and lef
 
 The split is by family, as for agents (:mod:`lwm.domains.tasks`): train families give
 ``train.jsonl`` (and a ``validation.jsonl`` of whole tasks set aside), held-out families give
-``heldout.jsonl``, never trained on. ``train`` and ``validation`` are balanced per domain
-(negatives sampled, kinds taken in turn, down to ``negatives_per_positive`` per positive,
-few of the kinds a model tells apart from the outset: ``easy_share``);
-``heldout`` keeps every episode. Rows are TRL conversational prompt-completion rows
+``heldout.jsonl``, never trained on. In ``train`` and ``validation`` the episodes played
+here are balanced per domain (negatives sampled, kinds taken in turn, down to
+``negatives_per_positive`` per positive, few of the kinds a model tells apart from the
+outset: ``easy_share``) and every episode of ``from_runs`` is kept (``trace_weight`` times
+in ``train``); ``heldout`` keeps every episode. Rows are TRL conversational prompt-completion rows
 (:func:`lwm.verdict.verdict_messages`, answer :func:`lwm.verdict.completion`), so
 ``lwm train sft --data OUT`` trains on them.
 
@@ -102,15 +103,16 @@ class VerdictDataConfig:
         heldout_tasks: held-out-family tasks per domain.
         seed: seed of the task sets and of the mutations.
         kinds: the attempts to play per task (see the module docstring).
-        negatives_per_positive: balance of ``train`` and ``validation`` per domain.
+        negatives_per_positive: balance of the episodes played here in ``train`` and
+            ``validation``, per domain (those of ``from_runs``, --from, are all kept).
         easy_share: at most this share of those negatives is of the kinds a model tells
             apart from the outset (``empty``; :data:`EASY_KINDS`), more only when the other
             kinds run out: training is spent on failures that look like successes.
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
             real run, ``metadata.real_reward`` of a replayed simulated one) and a domain among
-            ``domains``; the others are counted, by reason, in the summary. A file given twice
-            is read once.
+            ``domains``; the others are counted, by reason, in the summary. Every one is kept,
+            whatever the balance. A file given twice is read once.
         trace_weight: how many times each training example of an episode given with
             ``--from`` is repeated (1: once, like the others). The simulator's own episodes,
             labelled by replaying them for real, are few beside the attempts played here,
@@ -477,6 +479,20 @@ def balance(episodes: list[Trajectory], negatives_per_positive: float, seed: int
     return out
 
 
+def _balanced(rows: list[Trajectory], config: VerdictDataConfig, seed: int) -> list[Trajectory]:
+    """The episodes played here, balanced (:func:`balance`), and every trace (an episode of
+    ``from_runs``) as it is: traces are the histories the reward model is used on (a policy's
+    sampled attempts fail far more often than they succeed), few, and chosen by the user, so
+    none is sampled away; their label share stays their own."""
+    traces = [t for t in rows if _is_trace(t)]
+    played = balance([t for t in rows if not _is_trace(t)], config.negatives_per_positive, seed, config.easy_share)
+    if not traces:
+        return played
+    out = played + traces
+    random.Random(seed).shuffle(out)
+    return out
+
+
 def _is_trace(traj: Trajectory) -> bool:
     """Whether an episode came from ``from_runs``."""
     return traj.id.endswith(_TRACE_SUFFIX)
@@ -555,12 +571,10 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     splits: dict[str, list[Trajectory]] = defaultdict(list)
     for t in episodes:
         splits[_split_of(t)].append(t)
-    train = _weighted(balance(splits["train"], config.negatives_per_positive, config.seed, config.easy_share),
-                      config.trace_weight, config.seed)
+    train = _weighted(_balanced(splits["train"], config, config.seed), config.trace_weight, config.seed)
     written = {"train": train if config.order == "shuffled" else
                by_task(train, config.seed, traces_first=config.order == "traces-first"),
-               "validation": balance(splits["validation"], config.negatives_per_positive, config.seed + 1,
-                                     config.easy_share),
+               "validation": _balanced(splits["validation"], config, config.seed + 1),
                "heldout": splits["heldout"]}
     for name, rows in written.items():
         write_atomic(config.out / f"{name}.jsonl", "".join(dumps(example(t)) + "\n" for t in rows))

@@ -200,6 +200,12 @@ class Domain:
             ``None`` when there is none (given with :attr:`render_change`).
         change_instruction: what a world model in mode ``change`` is told to write (added
             to the system prompt).
+        rules_out: ``rules_out(observation, action, system) -> bool``, whether the action
+            alone rules a predicted full observation out (code: a syntax error reported for a
+            cell that compiles); the simulator and ``lwm eval`` then give the
+            :attr:`trivial_observation` instead and count the answer (parse issue ``ruled
+            out``). A real observation must never be ruled out (``lwm check-env`` checks
+            it on its actions; given with :attr:`trivial_observation`).
         ground_change: ``ground_change(change, previous, action, system) -> change``, a
             predicted change with what the action alone decides put right before it is
             drawn (the terminal: the echo of typed keystrokes at a shell's prompt); a real
@@ -235,6 +241,7 @@ class Domain:
     observed_change: Callable[[str, str, str, str], str | None] | None = None
     change_instruction: str = ""
     ground_change: Callable[[str, str, str, str], str] | None = None
+    rules_out: Callable[[str, str, str], bool] | None = None
 
     def check_task(self, task: Task) -> None:
         """Refuse a task this domain cannot start: an option it does not know or a value
@@ -302,7 +309,7 @@ class Domain:
         >>> domains.get("code").certain("print(1)"), domains.get("terminal").certain("[]")
         (None, None)
         """
-        if not isinstance(system, str) or not all(
+        if not isinstance(system, str) or not isinstance(turns, Sequence) or isinstance(turns, str) or not all(
                 isinstance(turn, (tuple, list)) and len(turn) == 2 and all(isinstance(x, str) for x in turn)
                 for turn in turns):
             raise TypeError("certain(action, turns, system): turns are (action, observation) pairs of str, "
@@ -325,9 +332,12 @@ class Domain:
                              "come together")
         if self.ground_change is not None and self.render_change is None:
             raise ValueError(f"domain {self.name!r}: ground_change puts a change right: it needs render_change")
+        if self.rules_out is not None and self.trivial_observation is None:
+            raise ValueError(f"domain {self.name!r}: rules_out replaces an answer by the trivial guess: it needs "
+                             "trivial_observation")
         for part in ("system_prompt", "parse_action", "ends_episode", "probe_action", "probe_output",
                      "trivial_observation", "certain_answer", "canonical", "environment", "suite", "tasks",
-                     "render_change", "observed_change", "ground_change"):
+                     "render_change", "observed_change", "ground_change", "rules_out"):
             value = getattr(self, part)
             if value is not None and not callable(value):
                 raise ValueError(f"domain {self.name!r}: {part} must be callable, not {type(value).__name__} "

@@ -153,6 +153,9 @@ def _certain(domain: Domain, script: Script) -> tuple[Status, str]:
                                 "without asking the world model (Domain.certain_answer): the two must agree")
             if expected is not None:
                 answered.append(action)
+            if got is not None and domain.rules_out is not None and domain.rules_out(got, action, system):
+                return "fail", (f"step({action!r}) answered {got!r:.80}, which the simulator rules out "
+                                "(Domain.rules_out): a real answer must never be")
             if got is not None:
                 seen.append((action, got))
     finally:

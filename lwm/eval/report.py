@@ -196,9 +196,15 @@ def candidates_line(summary: dict) -> str | None:
 
 
 def certain_line(summary: dict) -> str | None:
-    """How many rows the domain answered without the model (``None`` when none)."""
+    """How many rows the domain answered without the model; that the model answered every
+    row of a run made with ``--no-certain``; ``None`` otherwise (no such row, a reference
+    guess, a run recorded before the setting)."""
     counts = summary.get("certain_rows")
     if not counts:
+        run = summary.get("run") or {}
+        if run.get("certain") is False and not str(run.get("model", "")).startswith("baseline:"):
+            return ("every row answered by the model and its answers kept (--no-certain): none answered as the "
+                    "action alone decides (Domain.certain), none ruled out (Domain.rules_out)")
         return None
     each = ", ".join(f"{d} {n}" for d, n in sorted(counts.items()))
     return (f"rows answered without the model, as the real environment answers them (what the action alone "

@@ -38,10 +38,11 @@ from lwm.prediction import (
     Prediction,
     action_of,
     certain_observation,
-    full_observation,
+    drawn_observation,
     request,
     request_format,
     row_prediction,
+    ruled_out,
 )
 from lwm.retrieval import TransitionIndex, episode_of
 from lwm.schema import BenchRow, read_rows
@@ -90,7 +91,11 @@ class EvalConfig:
         certain: answer the rows whose observation the action alone decides as the domain
             does (:func:`lwm.prediction.certain_observation`), without the model, as the
             simulator answers them; their predictions record ``"certain": true`` and the
-            summary counts them. ``False``: the model answers every row (the model alone).
+            summary counts them; and replace an answer the action alone rules out
+            (:func:`lwm.prediction.ruled_out`: a syntax error for a code cell that
+            compiles) by the domain's trivial guess, counted as the parse issue ``ruled
+            out`` (and leave such candidates out of ``score_candidates``). ``False``: the
+            model answers every row and its answers are kept (the model alone).
 
     Raises:
         ValueError: ``neighbours`` without ``index``, or out of range.
@@ -277,7 +282,7 @@ async def predict_rows(
                 near = index.nearest(row.domain, action_of(row) or "", config.neighbours_per_row,
                                      exclude_episode=episode_of(row.id)) if index is not None else ()
                 try:
-                    chosen = await choose(model, messages, row, mode, parsed.observation, near)
+                    chosen = await choose(model, messages, row, mode, parsed.observation, near, config.certain)
                 except Exception as e:  # recorded; the answer the model wrote is kept
                     rec["candidate_error"] = f"{type(e).__name__}: {e}"[:2000]
         sent = sum(model.count_tokens(m["content"]) for m in messages)
@@ -287,13 +292,16 @@ async def predict_rows(
             print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
                   "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
                   "a world model'); such rows are marked context_cut", file=sys.stderr)
-        observation, written = full_observation(row, parsed.observation, mode), parsed.observation
+        observation, written = drawn_observation(row, parsed.observation, mode), parsed.observation
+        issues = parsed.issues
+        if config.certain and (guess := ruled_out(row, observation)) is not None:  # the action alone says no
+            observation, issues = guess, [*issues, "ruled out"]
         if chosen is not None:
             observation, written = chosen.observation, chosen.written
             rec |= {"candidate": chosen.source, "candidate_scores": chosen.scores}
         changed = {"change": written} if row_prediction(row, mode) == "change" else {}
         return rec | {"output": gen.text, "reasoning": parsed.reasoning, "observation": observation, **changed,
-                      "parse_issues": parsed.issues, "finish_reason": gen.finish_reason, "truncated": truncated,
+                      "parse_issues": issues, "finish_reason": gen.finish_reason, "truncated": truncated,
                       "context_cut": cut, "prompt_tokens": gen.prompt_tokens,
                       "completion_tokens": gen.completion_tokens, "error": None}
 

@@ -13,8 +13,11 @@ started in the real environment and the same actions are played. Reported:
 
 Output directory: ``wm2real.jsonl`` (one record per trajectory, appended as they finish:
 a re-run resumes; scores per step in [0, 1]), ``summary.json`` and ``report.md`` (means
-and rates ×100, as ``lwm eval`` reports them), ``wm2real_run.json`` (the sha256 of the
-trajectories file: a resume must replay the same one).
+and rates ×100, as ``lwm eval`` reports them), ``labelled.jsonl`` (the replayed
+trajectories as given, each with ``metadata.real_reward``, the real verifier's verdict on its
+replay, and ``metadata.real_steps``, as ``lwm agent eval --backend sim --replay`` writes them:
+what ``lwm data verdicts --from`` and ``lwm agent rewards`` read), ``wm2real_run.json`` (the
+sha256 of the trajectories file: a resume must replay the same one).
 """
 
 from __future__ import annotations
@@ -79,6 +82,20 @@ def replay_in_real(traj: Trajectory) -> dict[str, Any]:
         record["agree"] = (sim_reward >= 0.5) == (real_reward >= 0.5)
         record["false_success"] = sim_reward >= 0.5 and real_reward < 0.5
     return record
+
+
+def labelled(trajs: list[Trajectory], records: dict[str, dict[str, Any]]) -> list[Trajectory]:
+    """The trajectories whose replay has a real verdict, each with ``metadata.real_reward``
+    (that verdict, in [0, 1]) and ``metadata.real_steps`` (the actions played for real);
+    those without one (no replay yet, or a task with no verifier) are left out."""
+    out = []
+    for traj in trajs:
+        record = records.get(traj.id)
+        if record is None or record.get("real_reward") is None:
+            continue
+        meta = {**traj.metadata, "real_reward": record["real_reward"], "real_steps": len(traj.turns)}
+        out.append(traj.model_copy(update={"metadata": meta}))
+    return out
 
 
 _STEP_FIELDS = {"turn", *FIDELITY_METRICS}
@@ -166,6 +183,9 @@ def wm2real(trajectories: Path, out: Path, *, concurrency: int = 1, show_progres
                       concurrency=concurrency, description="wm2real", progress=show_progress, check=_record_problem)
     summary = summarize(report.ordered([t.id for t in trajs]))
     summary["failed"] = report.failures
+    with_verdict = labelled(trajs, report.records)
+    summary["labelled"] = len(with_verdict)
+    write_atomic(out / "labelled.jsonl", "".join(dumps(t.model_dump(mode="json")) + "\n" for t in with_verdict))
     write_atomic(out / "summary.json", dumps(summary) + "\n")
     write_atomic(out / "report.md", to_markdown(summary))
     return Wm2RealResult(out, summary)

@@ -184,6 +184,21 @@ def test_real_episodes_are_labelled_by_the_real_verifier_split_by_family_and_res
     assert (out / "episodes.partial.jsonl").read_text().count("\n") == 3   # nothing played twice
 
 
+def test_every_episode_of_earlier_runs_is_kept_whatever_the_balance(tmp_path):
+    # a policy's sampled attempts fail far more often than they succeed; they are the
+    # histories the reward model reads, so none is sampled away by the balance
+    runs = tmp_path / "attempts.jsonl"
+    attempts = [_traj(i, reward=0.0, kind="x", backend="sim", real_reward=0.0) for i in range(8)]
+    attempts.append(_traj(9, reward=0.0, kind="x", backend="sim", real_reward=1.0))
+    runs.write_text("".join(t.model_dump_json() + "\n" for t in attempts))
+    res = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
+                                               from_runs=(runs,), negatives_per_positive=1.0), show_progress=False)
+    rows = [json.loads(line) for name in ("train", "validation")
+            for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
+    assert sorted(r["label"] for r in rows) == [0] * 8 + [1]
+    assert res.summary["examples"]["train"] + res.summary["examples"]["validation"] == 9
+
+
 def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):
     # the simulator's own episodes, labelled by their replay in the real environment: the
     # reward model must not learn to trust the world model's optimism

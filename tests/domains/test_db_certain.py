@@ -72,8 +72,9 @@ def test_only_a_sqlite_session_of_the_prompted_version_is_answered(monkeypatch):
     assert certain("selec 1;\n" * 400) is None  # 400 errors: longer than the environment keeps
     with pytest.raises(TypeError, match="pairs of str"):
         DB.certain("SELEC 1;", [("a", None)], SQLITE)
-    with pytest.raises(TypeError):
-        DB.certain("SELEC 1;", [], None)
+    for turns, system in (([], None), (None, SQLITE), ("SELECT 1;", SQLITE)):
+        with pytest.raises(TypeError, match="pairs of str, system a str"):
+            DB.certain("SELEC 1;", turns, system)
     sqlite_shell._library.cache_clear()
     monkeypatch.setattr(sqlite_shell.sqlite3, "sqlite_version", "3.45.1")
     try:

@@ -6,6 +6,7 @@ import pytest
 from conftest import make_data, oracle
 
 from lwm.errors import DataNotFoundError, RowFormatError
+from lwm.eval.report import certain_line
 from lwm.eval.runner import EvalConfig, evaluate, load_rows, row_key
 from lwm.models.base import FunctionChatModel, SamplingParams
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory, write_rows
@@ -304,6 +305,28 @@ async def test_change_mode_is_drawn_into_full_screens_and_scored_as_such(tmp_pat
                        change_model(outputs), show_progress=False)
 
 
+async def test_an_answer_the_action_alone_rules_out_is_replaced_and_counted(tmp_path):
+    prov = Provenance(kind="real", source="test")
+    cells, real = ["s = 20", "print(s)"], ["(no output)", "[stdout]\n20"]
+    t = Trajectory(id="code-1", domain="code", system_prompt="", turns=[
+        Turn(index=i + 1, action=a, observation=o, provenance=prov) for i, (a, o) in enumerate(zip(cells, real))])
+    write_rows(tmp_path / "data" / "code_test.jsonl", rows_from_trajectory(t, action_lang="python"))
+
+    def invented(messages):   # a syntax error for cells that compile: impossible
+        return '<predicted_observation>[error]\n  File "<cell 1>", line 1\n    s = 20\nSyntaxError: invalid syntax' \
+            '</predicted_observation>'
+
+    summary = await evaluate(EvalConfig(out=tmp_path / "run", data=tmp_path / "data"), FunctionChatModel(invented),
+                             show_progress=False)
+    records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert [r["observation"] for r in records] == ["(no output)", "(no output)"]
+    assert [r["parse_issues"] for r in records] == [["ruled out"], ["ruled out"]]
+    assert summary["parse_issues"] == {"ruled out": 2} and summary["domains"]["code"]["exact"] == 50.0
+    alone = await evaluate(EvalConfig(out=tmp_path / "alone", data=tmp_path / "data", certain=False),
+                           FunctionChatModel(invented), show_progress=False)
+    assert alone["parse_issues"] == {} and alone["domains"]["code"]["exact"] == 0.0   # the model alone
+
+
 async def test_what_the_action_alone_decides_is_answered_without_the_model(tmp_path):
     from lwm.domains.db import spec
 
@@ -330,3 +353,5 @@ async def test_what_the_action_alone_decides_is_answered_without_the_model(tmp_p
     alone = await evaluate(EvalConfig(out=tmp_path / "alone", data=tmp_path / "data", certain=False),
                            FunctionChatModel(nothing), show_progress=False)
     assert alone["certain_rows"] == {} and len(asked) == 6 and alone["domains"]["db"]["exact"] == 25.0
+    assert certain_line(alone).startswith("every row answered by the model and its answers kept (--no-certain)")
+    assert certain_line(summary).startswith("rows answered without the model") and "2 (db 2)" in certain_line(summary)

@@ -9,6 +9,7 @@ from servers import vllm_style_server
 from typer.testing import CliRunner
 
 from lwm.cli import app
+from lwm.data.verdicts import real_label
 from lwm.domains.terminal import keys
 from lwm.domains.terminal.spec import CHANGE_INSTRUCTION
 from lwm.errors import RowFormatError, RunMismatchError
@@ -64,6 +65,13 @@ def test_simulated_rollout_then_wm2real(tmp_path):
     assert set(s["by_depth"]) == {1, 2} and s["with_both_rewards"] == 2 and s["failed"] == {}
     assert s["false_success_rate"] == 0.0  # the probe said "not achieved" both times
     assert "Divergence by depth" in (tmp_path / "w" / "report.md").read_text()
+    # the episodes as simulated, each with the real verifier's verdict on its replay: what
+    # lwm data verdicts --from reads (the task's reference was not played: not achieved)
+    labelled = list(read_trajectories(tmp_path / "w" / "labelled.jsonl"))
+    assert [t.id for t in labelled] == [t.id for t in trajs] and s["labelled"] == 2
+    assert [(t.metadata["real_reward"], t.metadata["real_steps"]) for t in labelled] == [(0.0, 2), (0.0, 2)]
+    assert [t.turns for t in labelled] == [t.turns for t in trajs] and labelled[0].reward == 0.0
+    assert [real_label(t) for t in labelled] == [0.0, 0.0]
     again = wm2real(res.path, tmp_path / "w", show_progress=False)  # resumes: nothing replayed twice
     assert again.summary["steps"] == 4
 

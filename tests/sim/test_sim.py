@@ -433,7 +433,8 @@ def test_a_cell_that_does_not_compile_is_answered_as_the_real_interpreter_answer
 
     code = domains.get("code")
     cells = ["x = 1", "x = (", "print(x", "import os\nos._exit(3)", "def f(:\n    pass", "x = 2 +\n", "%time 1",
-             "1 + 1", "'\\x00' + b'\0'"]
+             "1 + 1", "'\\x00' + b'\0'", "return 1", "eval('1 +')", "raise SyntaxError('no')",
+             "compile('x = (', '<cell 14>', 'exec')"]
     real = make_env("code", "real")
     real.reset(Task("t"))
     system, seen, certain = real.system_prompt(), [], 0
@@ -441,10 +442,23 @@ def test_a_cell_that_does_not_compile_is_answered_as_the_real_interpreter_answer
         want = real.step(cell).observation
         got = code.certain(cell, seen, system)
         assert got is None or got == want, cell
+        assert not code.rules_out(want, cell, system), cell   # a real answer is never ruled out
         certain += got is not None
         seen.append((cell, want))
     real.close()
     assert certain == 5   # the five cells that do not compile, numbered across the restart
+
+
+def test_a_syntax_error_the_model_writes_for_a_cell_that_compiles_is_replaced_by_the_trivial_guess():
+    invented = '<predicted_observation>[error]\n  File "<cell 1>", line 1\n    s = 20\nSyntaxError: invalid syntax' \
+        '</predicted_observation>'
+    env = SimEnv("code", FunctionChatModel(lambda m: invented), judge_rewards=False)
+    env.reset(Task("t"), initial_observation="")
+    r = env.step("s = 20")
+    assert r.observation == "(no output)" and r.info["parse_issues"] == ["ruled out"]
+    assert env.trajectory.metadata["parse_issues"] == {"ruled out": 1}
+    # a cell that compiles only in part (``return`` outside a function): the error may be real
+    assert env.step("return 1").observation.startswith("[error]") and env.parse_issues == {"ruled out": 1}
 
 
 def test_the_simulator_answers_sql_that_runs_nothing_or_does_not_parse_without_the_model():

@@ -27,6 +27,7 @@ DOMAIN = Domain(
                    'there.'),
     certain_answer=spec.certain_answer,
     trivial_observation=spec.trivial_observation,
+    rules_out=spec.rules_out,
     probe_output=spec.probe_output,
     environment=Lazy("lwm.domains.code.env:CodeEnv"),
     task_options=(TaskOption("cell_timeout", "a number of seconds in (0, 3600]",

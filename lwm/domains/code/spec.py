@@ -26,6 +26,7 @@ import ast
 import re
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -190,7 +191,7 @@ def probe_output(probe: str, observation: str) -> str:
 def compiles(text: str) -> bool:
     """Whether an agent's cell is Python that compiles: the format it is asked for."""
     try:
-        compile(text, "<cell>", "exec")
+        compile(text, "<cell>", "exec", dont_inherit=True)  # not this module's __future__ imports
     except (SyntaxError, ValueError):
         return False
     return bool(text.strip())
@@ -271,3 +272,43 @@ def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = 
         return None
     limit = int(m.group(1)) if (m := _LIMIT.search(system)) else OUTPUT_LIMIT
     return f"[error]\n{truncate(error[:limit], len(error), limit)}"
+
+
+#: How the interpreter answers a cell that does not compile: the error alone (no
+#: ``Traceback`` header, a frame line with no ``, in <name>``), since nothing of it ran.
+_COMPILE_ERROR = re.compile(r'\[error\]\n  File "<cell \d+>", line \d+\n')
+
+
+def rules_out(observation: str, action: str, system: str = "") -> bool:
+    """Whether the cell alone rules ``observation`` out: it is the interpreter's answer to
+    a cell that does not compile (``[error]`` then the cell's own syntax error, and no
+    traceback anywhere) while the cell compiles without a warning. (An error a running cell
+    raises, ``eval("1+")`` included, comes with a ``Traceback`` header, as does a chained
+    one; an error only ``compile`` finds, such as ``return`` outside a function, is not
+    ruled out: the cell does not compile; nor is a cell that warns, since a session that
+    turned warnings into errors gets a ``SyntaxError`` for an invalid escape such as
+    ``'\\d'``.) ``False`` where the system prompt simulates another Python version than the
+    one running ``lwm``, for a null byte, and for a cell too deep to compile here. Not
+    covered: a cell that raises, from C code with no frame of its own (a ``__repr__`` that is
+    ``compile`` itself), a syntax error naming its own cell.
+
+    >>> rules_out('[error]\\n  File "<cell 1>", line 1\\n    s = 20\\nSyntaxError: invalid syntax', "s = 20")
+    True
+    >>> rules_out('[error]\\n  File "<cell 1>", line 1\\n    s = (\\nSyntaxError: x', "s = (")
+    False
+    """
+    if not _COMPILE_ERROR.match(observation) or "Traceback (most recent call last)" in observation \
+            or "\0" in action:
+        return False
+    version = _VERSION.search(system)
+    if version and tuple(map(int, version.groups())) != sys.version_info[:2]:
+        return False
+    # Warnings are recorded, not raised: the filters are the process's, and another thread's
+    # warning raised as an error here would break that thread. Any warning seen says "not sure".
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            compile(action, "<cell>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return False
+    return not seen
