@@ -111,8 +111,10 @@ class VerdictDataConfig:
         from_runs: trajectory files of earlier runs to label and add (kind ``trace``): their
             episodes need a task whose family is known and a real verdict (``reward`` of a
             real run, ``metadata.real_reward`` of a replayed simulated one) and a domain among
-            ``domains``; the others are counted, by reason, in the summary. Every one is kept,
-            whatever the balance. A file given twice is read once.
+            ``domains``; the others are counted, by reason, in the summary, and so are the
+            simulated episodes that ran nothing (``reward_source`` ``unchanged``: the simulator
+            gives them their start's reward without asking the reward model); the rest are
+            all kept, whatever the balance. A file given twice is read once.
         trace_weight: how many times each training example of an episode given with
             ``--from`` is repeated (1: once, like the others). The simulator's own episodes,
             labelled by replaying them for real, are few beside the attempts played here,
@@ -548,10 +550,12 @@ def build_verdict_data(config: VerdictDataConfig, *, show_progress: bool = True)
     skipped: Counter[str] = Counter()
     traces = []
     for t, _ in labelled_episodes(config.from_runs, skipped):
-        if t.domain in config.domains:
-            traces.append(t.model_copy(update={"id": t.id + _TRACE_SUFFIX}))
-        else:
+        if t.domain not in config.domains:
             skipped[f"domain {t.domain} not chosen (--domain)"] += 1
+        elif t.metadata.get("reward_source") == "unchanged":  # SimEnv never asks the reward model about it
+            skipped["ran nothing (its reward is its start's)"] += 1
+        else:
+            traces.append(t.model_copy(update={"id": t.id + _TRACE_SUFFIX}))
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(config.out / "settings.json", config.settings())
     items = _jobs(config)

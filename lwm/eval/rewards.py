@@ -86,7 +86,10 @@ def judge_episode(source: RewardSource, traj: Trajectory, task: Task | None) -> 
     env = SimEnv(traj.domain, source.world_model.load(), reward_model=source.reward_model().load(),
                  reward=source.reward, judge_rewards=False, show_task=source.show_task)
     env.task = task
-    env.restore(traj.model_copy(update={"reward": None, "metadata": {}}))
+    # nothing of the label reaches the reward source; the real start's own verdict does, as
+    # in the simulator (an episode that ran nothing keeps it: SimEnv.averify)
+    start = {"reward_at_start": traj.metadata["reward_at_start"]} if "reward_at_start" in traj.metadata else {}
+    env.restore(traj.model_copy(update={"reward": None, "metadata": start}))
     try:
         reward = run_sync(env.averify())
         error = env.trajectory.metadata.get("reward_error")

@@ -190,6 +190,8 @@ def test_every_episode_of_earlier_runs_is_kept_whatever_the_balance(tmp_path):
     runs = tmp_path / "attempts.jsonl"
     attempts = [_traj(i, reward=0.0, kind="x", backend="sim", real_reward=0.0) for i in range(8)]
     attempts.append(_traj(9, reward=0.0, kind="x", backend="sim", real_reward=1.0))
+    # an attempt that ran nothing: the simulator never asks the reward model about it
+    attempts.append(_traj(10, reward=0.0, kind="x", backend="sim", real_reward=0.0, reward_source="unchanged"))
     runs.write_text("".join(t.model_dump_json() + "\n" for t in attempts))
     res = build_verdict_data(VerdictDataConfig(out=tmp_path / "v", domains=("db",), tasks=0, heldout_tasks=0,
                                                from_runs=(runs,), negatives_per_positive=1.0), show_progress=False)
@@ -197,6 +199,7 @@ def test_every_episode_of_earlier_runs_is_kept_whatever_the_balance(tmp_path):
             for line in (tmp_path / "v" / f"{name}.jsonl").read_text().splitlines()]
     assert sorted(r["label"] for r in rows) == [0] * 8 + [1]
     assert res.summary["examples"]["train"] + res.summary["examples"]["validation"] == 9
+    assert res.summary["traces_skipped"] == {"ran nothing (its reward is its start's)": 1}
 
 
 def test_episodes_of_earlier_runs_are_added_with_their_real_label(tmp_path):

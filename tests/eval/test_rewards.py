@@ -104,6 +104,23 @@ def test_an_episode_whose_actions_never_reached_the_environment_achieved_nothing
         assert (v.reward, v.rationale) == (0.0, "no action reached the environment")
 
 
+def test_an_episode_that_ran_nothing_is_measured_as_the_simulator_judges_it():
+    from lwm.eval.rewards import RewardSource, judge_episode
+    from lwm.models import ModelSpec
+
+    class Never(ModelSpec):
+        def load(self):
+            return FunctionChatModel(lambda m: pytest.fail("the reward model was asked"))
+
+    certain = Provenance(kind="simulated", source="code/certain")
+    traj = _episode(0, 0.0, "x", "o").model_copy(update={"domain": "code", "turns": [
+        Turn(index=1, action="print(1", observation="[error] …", provenance=certain)],
+        "metadata": {"family": "create-file", "reward_at_start": 0.0, "real_reward": 1.0, "label": 1.0}})
+    never = Never("embedded")
+    got = judge_episode(RewardSource("s", never, judge=never), traj, None)
+    assert got["reward"] == 0.0 and got["error_text"] is None   # the start's verdict; the label never seen
+
+
 def test_the_simulators_default_reward_is_the_verdict_of_the_reward_model():
     traj = _episode(0, 1.0, KEYS, "o")
     base = load_model("embedded")
