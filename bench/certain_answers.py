@@ -41,7 +41,8 @@ def main() -> None:
             for turn in traj.turns:
                 c = counts[turn.provenance.kind]
                 c[0] += 1
-                certain = spec.certain(turn.action, seen, traj.system_prompt) if spec else None
+                certain = None if spec is None else \
+                    spec.certain(turn.action, seen, traj.system_prompt, traj.initial_observation)
                 if certain is not None:
                     c[1] += 1
                     c[2] += certain == turn.observation

@@ -100,7 +100,7 @@ def certain_observation(row: BenchRow) -> str | None:
     if spec is None or action is None:
         return None
     earlier = [(action_of(row, t) or "", observation_text(row.response[t - 1])) for t in range(1, row.turn_idx)]
-    return spec.certain(action, earlier, row.system_str)
+    return spec.certain(action, earlier, row.system_str, previous_observation(row, 1))
 
 
 def observed_change(row: BenchRow, turn: int | None = None) -> str | None:

@@ -168,12 +168,13 @@ class Domain:
             :class:`~lwm.errors.ActionFormatError`'s, ``previous`` the last observation);
             ``None``: it takes the action anyway. The simulator answers the same
             (:meth:`refusal`), so a malformed action looks the same in both backends.
-        certain_answer: ``(action, turns, system) -> observation | None``, the real
+        certain_answer: ``(action, turns, system, start) -> observation | None``, the real
             environment's answer where the action alone decides it (code: a cell that does
             not parse shows its syntax error and runs nothing; db: SQL that runs nothing or
-            does not parse), given the episode's earlier turns as ``(action, observation)``
-            pairs (oldest first, the reset excluded) and the world model's system prompt;
-            ``None``: the world model predicts it. The simulator answers it (:meth:`certain`),
+            does not parse; terminal: a line of plain words whose first is no command),
+            given the episode's earlier turns as ``(action, observation)`` pairs (oldest
+            first, the reset excluded), the world model's system prompt and the episode's
+            first observation; ``None``: the world model predicts it. The simulator answers it (:meth:`certain`),
             so no model invents an answer there. Only for actions that run nothing: an episode
             of such answers and refusals keeps its start's reward (:meth:`SimEnv.averify
             <lwm.sim.env.SimEnv.averify>`).
@@ -228,7 +229,7 @@ class Domain:
     ends_episode: Callable[[str], bool] = _never
     task_options: tuple[TaskOption, ...] = ()
     invalid_answer: Callable[[str, str], str | None] = invalid_action
-    certain_answer: Callable[[str, Sequence[tuple[str, str]], str], str | None] | None = None
+    certain_answer: Callable[[str, Sequence[tuple[str, str]], str, str], str | None] | None = None
     trivial_observation: Callable[[str, str, str], str] | None = None
     environment: Callable[..., RealEnvironment] | None = None
     import_only: str | None = None
@@ -298,10 +299,12 @@ class Domain:
             return None if answer is None else Refusal(e.reason, answer)
         return None
 
-    def certain(self, action: str, turns: Sequence[tuple[str, str]] = (), system: str = "") -> str | None:
+    def certain(self, action: str, turns: Sequence[tuple[str, str]] = (), system: str = "",
+                start: str = "") -> str | None:
         """The real environment's answer to a well-formed ``action`` that the action alone
         decides (:attr:`certain_answer`) after the episode's earlier ``turns`` (``(action,
-        observation)`` pairs, oldest first), or ``None``: the world model predicts it.
+        observation)`` pairs, oldest first) from its first observation ``start``, or
+        ``None``: the world model predicts it.
 
         >>> from lwm import domains
         >>> domains.get("code").certain("print(1").splitlines()[-1]
@@ -309,14 +312,14 @@ class Domain:
         >>> domains.get("code").certain("print(1)"), domains.get("terminal").certain("[]")
         (None, None)
         """
-        if not isinstance(system, str) or not isinstance(turns, Sequence) or isinstance(turns, str) or not all(
-                isinstance(turn, (tuple, list)) and len(turn) == 2 and all(isinstance(x, str) for x in turn)
-                for turn in turns):
-            raise TypeError("certain(action, turns, system): turns are (action, observation) pairs of str, "
-                            "system a str")
+        if not isinstance(system, str) or not isinstance(start, str) or not isinstance(turns, Sequence) or \
+                isinstance(turns, str) or not all(isinstance(turn, (tuple, list)) and len(turn) == 2 and
+                                                  all(isinstance(x, str) for x in turn) for turn in turns):
+            raise TypeError("certain(action, turns, system, start): turns are (action, observation) pairs of str, "
+                            "system a str, start a str")
         if self.certain_answer is None or not self.accepts(action):
             return None
-        return self.certain_answer(action, turns, system)
+        return self.certain_answer(action, turns, system, start)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):

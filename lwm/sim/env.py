@@ -261,7 +261,7 @@ class SimEnv:
             prov = Provenance(kind="simulated", source=f"{self.domain}/refusal")
             predicted = {"observation": refused.observation, "action_error": refused.reason, "parse_issues": []}
         elif (certain := self.spec.certain(action, [(t.action, t.observation) for t in traj.turns],
-                                           traj.system_prompt)) is not None:
+                                           traj.system_prompt, traj.initial_observation)) is not None:
             prov = Provenance(kind="simulated", source=f"{self.domain}/certain")  # the action alone decides it
             predicted = {"observation": certain, "parse_issues": []}
         else:

@@ -288,3 +288,49 @@ def test_ground_change_leaves_every_real_change_as_it_is():
         previous = observation
     env.close()
     assert checked >= 15
+
+
+def _typed(text: str, duration: float = 0.5) -> str:
+    return json.dumps([{"keystrokes": text, "duration": duration}])
+
+
+def test_prose_typed_into_bash_is_answered_as_bash_answers_it():
+    """Domain.certain on the real shell: every answer it gives is the real screen (lines
+    that wrap, scroll, type ahead, quote), and it leaves alone what it cannot know."""
+    from lwm import domains
+
+    terminal = domains.get("terminal")
+    words = ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliet", "Kilo"]
+    answered = [_typed("Done with the task.\n"), _typed('The text is "otter cherry 407"\n'),
+                _typed("It said 'hi there', see *.txt # a comment\n"), _typed("First line\n\nSecond: done\n"),
+                json.dumps([{"keystrokes": "Split across", "duration": 0.1}, {"keystrokes": "Enter", "duration": 0.4}]),
+                *(_typed(f"{w} is a word of the alphabet used over the radio, on a line that wraps once\n")
+                  for w in words)]
+    left = [_typed("ls\n"), _typed("You can't.\n"), _typed("Quick\n", 0.05), _typed("echo hi\n"), _typed("then\n"),
+            _typed("Bang! no\n"), _typed("Typed without Enter"), _typed("C-c"), _typed("alias Zed=ls\n"),
+            _typed("Zed\n"), _typed("Results: `ls`\n")]
+    env = TerminalEnv()
+    start = env.reset(Task("t"))
+    system, turns, certain = env.system_prompt(), [], []
+    try:
+        for action in answered + left:
+            want = env.step(action).observation
+            got = terminal.certain(action, turns, system, start)
+            assert got is None or got == want, (action, got, want)
+            if got is not None:
+                certain.append(action)
+            turns.append((action, want))
+    finally:
+        env.close()
+    assert certain == answered   # after an alias (it may make a name a command), all is left to the model
+
+
+def test_prose_is_not_answered_where_bash_may_not_be_reading_it():
+    from lwm import domains
+
+    terminal, prose = domains.get("terminal"), _typed("Done.\n")
+    assert terminal.certain(prose, [], "", "root@sandbox:/app#") is not None
+    for previous in ("root@sandbox:/app# sleep 10", "postgres=#", ">>>", "> ", ""):   # busy, psql, python, a quote
+        assert terminal.certain(prose, [], "", previous) is None, previous
+    running = [(_typed("sleep 100 &\n"), "root@sandbox:/app# sleep 100 &\n[1] 7\nroot@sandbox:/app#")]
+    assert terminal.certain(prose, running, "", "root@sandbox:/app#") is None   # a background job may print

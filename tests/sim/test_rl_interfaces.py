@@ -226,8 +226,9 @@ def test_openenv_concurrent_sessions_are_isolated(server):
             return first, results, await client.state()
 
     async def both():
-        return await asyncio.gather(episode("alpha", [keys("a\n"), keys("b\n"), keys("c\n")]),
-                                    episode("gamma", [keys("x\n")]))
+        # commands (ls): the world model answers them (a name that is no command is bash's error)
+        return await asyncio.gather(episode("alpha", [keys("ls a\n"), keys("ls b\n"), keys("ls c\n")]),
+                                    episode("gamma", [keys("ls x\n")]))
 
     (first_a, steps_a, state_a), (first_g, steps_g, state_g) = asyncio.run(both())
     assert first_a.observation.task == "alpha" and first_a.observation.instruction == "create alpha.txt"

@@ -461,6 +461,18 @@ def test_a_syntax_error_the_model_writes_for_a_cell_that_compiles_is_replaced_by
     assert env.step("return 1").observation.startswith("[error]") and env.parse_issues == {"ruled out": 1}
 
 
+def test_the_simulator_answers_prose_typed_into_bash_without_the_model():
+    seen = []
+    env = SimEnv("terminal", echo_model(seen), judge_rewards=False)
+    env.reset(Task("t"), initial_observation="root@sandbox:/app#")   # the first screen: what the line is typed on
+    r = env.step('[{"keystrokes": "The file is ready.\\n", "duration": 0.5}]')
+    assert r.observation == ("root@sandbox:/app# The file is ready.\nbash: The: command not found\n"
+                             "root@sandbox:/app#")
+    assert seen == [] and env.trajectory.turns[0].provenance.source == "terminal/certain"
+    env.step('[{"keystrokes": "ls\\n", "duration": 0.5}]')   # a command: the model answers
+    assert len(seen) == 1
+
+
 def test_the_simulator_answers_sql_that_runs_nothing_or_does_not_parse_without_the_model():
     from lwm.domains.db import spec
 

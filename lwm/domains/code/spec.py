@@ -241,7 +241,8 @@ def cell_number(observations: Sequence[str]) -> int:
     return count + 1
 
 
-def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "") -> str | None:
+def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "",
+                   start: str = "") -> str | None:
     """The interpreter's answer to a cell that does not parse: it runs nothing and shows
     CPython's syntax error for ``File "<cell n>"`` (as the controller formats it:
     ``traceback.format_exception_only``), so no world model is needed. ``None`` for a

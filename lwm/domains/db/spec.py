@@ -212,7 +212,8 @@ _RESTARTED = RESTARTED.split("}", 1)[1].lstrip()  # "s: the client was restarted
 _KEPT = 8192
 
 
-def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "") -> str | None:
+def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "",
+                   start: str = "") -> str | None:
     """What the ``sqlite3`` shell prints where the SQL typed alone decides it: nothing for
     input that completes no statement (the shell waits for the rest), ``Parse error: …``
     with its caret for a first statement that does not prepare: a syntax error, or, while

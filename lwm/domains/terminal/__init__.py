@@ -26,6 +26,7 @@ DOMAIN = Domain(
                    'not its result; an error message after it means it failed).'),
     ends_episode=spec.ends_episode,
     trivial_observation=spec.trivial_observation,
+    certain_answer=spec.certain_answer,
     render_change=spec.render_change,
     observed_change=spec.observed_change,
     ground_change=spec.ground_change,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lwm.errors import ActionFormatError
@@ -439,3 +440,106 @@ def observed_change(previous: str, action: str, observation: str, system: str = 
             if render_change(change, previous, action, system) == target:
                 return change
     return None
+
+
+#: The prompt the sandbox's bash draws (``PS1='\u@\h:\w\$ '``), with nothing typed after it.
+_SHELL_PROMPT = re.compile(r"[a-z_][a-z0-9_-]*@[A-Za-z0-9.-]+:\S*[#$]")
+#: A first word bash looks up as a command's name (not a path, an assignment or syntax).
+_COMMAND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.,:+-]*")
+#: A line whose first word (group 1) is such a name and whose other words expand to nothing
+#: that runs or prints: no expansion (``$``, backquotes), escape, history (``!``), operator
+#: or brace; quotes closed on the line. (A glob that matches nothing stays as it is; one
+#: that matches prints nothing either.)
+_PLAIN_LINE = re.compile(r" *(" + _COMMAND_NAME.pattern + r")(?: (?:[^\"'$`\\!|&;<>(){}]|\"[^\"$`\\!]*\"|'[^']*')*)?")
+#: Reserved words (``compgen -k``) beyond the builtins: syntax where they stand first.
+_RESERVED = frozenset("! [[ ]] { } case coproc do done elif else esac fi for function if in select then time until "
+                      "while".split())
+#: What an earlier action may have typed that makes a name a command or changes what bash
+#: does with one (an alias, a function, ``PATH``, a handler, options, another shell's rc, a
+#: background job that may print): the line is then the model's to answer.
+_CHANGES_LOOKUP = re.compile(r"\b(?:alias|function|PATH|hash|enable|command_not_found_handle|set|shopt|trap|exec|"
+                             r"source|bind|ulimit|declare|typeset|readonly|export|unset|BASH_ENV|ENV)\b|\(\s*\)|"
+                             r"(?:^|\n)\s*\.\s|&")
+#: Seconds after the Enter that the screen is read at least: bash answers at once, but tmux
+#: draws it a moment later.
+_ANSWER_SECONDS = 0.2
+
+
+def _typed_lines(keys: list[Keystroke]) -> tuple[list[str], float] | None:
+    """The lines ``keys`` type, each then Enter (as text or a key name, nothing typed after the
+    last), with the seconds waited from the last Enter on; else ``None`` (another key name, or
+    text left without Enter)."""
+    text, after = "", 0.0
+    for key in keys:
+        if key.is_key_name and key.keystrokes not in _ENTER_KEYS:
+            return None
+        typed = "\n" if key.is_key_name else key.keystrokes
+        text += typed
+        after = key.duration if "\n" in typed else after + key.duration
+    if not text.endswith("\n"):
+        return None
+    return text[:-1].split("\n"), after
+
+
+def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "", start: str = "") -> str | None:
+    """The screen after lines of plain words whose first is no command, typed at bash's bare
+    prompt, each entered: bash runs nothing and prints, for each, ``bash: WORD: command not
+    found`` and a new prompt (an empty line: a new prompt), as prose typed into the shell
+    gets. ``None`` (the world model predicts it) unless all of this holds: the cursor's line
+    of the previous screen (the last of ``turns``, else ``start``) is the sandbox's bash
+    prompt with nothing typed; the action types lines of printable ASCII, each then Enter,
+    and waits at least 0.2 s after the last; each line's words expand to nothing that runs or
+    prints (quotes closed on the line; no ``$``, backquote, backslash, ``!``, operator or
+    brace: :data:`_PLAIN_LINE`); each line's first word is a name (no ``/``, no ``=``), not a
+    reserved word or builtin and not a program on the sandbox's ``PATH`` (the sandbox shows
+    the host's ``/usr``); and no earlier action typed anything that could have made it a
+    command or changed how bash looks one up (an alias, a function, ``PATH``, options, a
+    background job …).
+
+    >>> screen = certain_answer('[{"keystrokes": "Done with the task.\\\\n\\\\nBye\\\\n", "duration": 0.5}]', [], "",
+    ...                         "root@sandbox:/app#")
+    >>> print(screen)
+    root@sandbox:/app# Done with the task.
+    bash: Done: command not found
+    root@sandbox:/app#
+    root@sandbox:/app# Bye
+    bash: Bye: command not found
+    root@sandbox:/app#
+    """
+    import shutil
+
+    from lwm.envs.sandbox import DEFAULT_ENV
+
+    try:
+        typed = _typed_lines(parse_action(action))
+    except ActionFormatError:
+        return None
+    previous = turns[-1][1] if turns else start
+    cursor = (_screen_lines(previous) or [""])[-1]
+    if typed is None or typed[1] < _ANSWER_SECONDS or not _SHELL_PROMPT.fullmatch(cursor):
+        return None
+    lines, names = typed[0], set()
+    for line in lines:
+        if not line.strip():
+            continue
+        if not line.isascii() or not line.isprintable() or not (plain := _PLAIN_LINE.fullmatch(line)):
+            return None
+        name = plain.group(1)
+        if name in _BASH_WORDS or name in _RESERVED or shutil.which(name, path=DEFAULT_ENV["PATH"]) is not None:
+            return None
+        names.add(name)
+    if not names:
+        return None   # blank lines alone: a background job may print (ground_change leaves them too)
+    for earlier, _ in turns:
+        try:
+            text = "".join(k.keystrokes for k in parse_action(earlier) if not k.is_key_name)
+        except ActionFormatError:
+            continue   # refused: it typed nothing
+        if _CHANGES_LOOKUP.search(text) or any(name in text for name in names):
+            return None
+    change = []
+    for line in lines:
+        change.append(f"{cursor} {line}".rstrip())
+        if line.strip():
+            change.append(f"bash: {_PLAIN_LINE.fullmatch(line).group(1)}: command not found")
+    return render_change("\n".join(change + [cursor]), previous, action, system)
