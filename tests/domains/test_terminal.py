@@ -296,19 +296,19 @@ def _typed(text: str, duration: float = 0.5) -> str:
 
 def test_prose_typed_into_bash_is_answered_as_bash_answers_it():
     """Domain.certain on the real shell: every answer it gives is the real screen (lines
-    that wrap, scroll, type ahead, quote), and it leaves alone what it cannot know."""
+    that wrap, scroll, quote), and it leaves alone what it cannot know (lines typed ahead among them)."""
     from lwm import domains
 
     terminal = domains.get("terminal")
     words = ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliet", "Kilo"]
     answered = [_typed("Done with the task.\n"), _typed('The text is "otter cherry 407"\n'),
-                _typed("It said 'hi there', see *.txt # a comment\n"), _typed("First line\n\nSecond: done\n"),
+                _typed("It said 'hi there', see *.txt # a comment\n"), _typed("Second: done\n"),
                 json.dumps([{"keystrokes": "Split across", "duration": 0.1}, {"keystrokes": "Enter", "duration": 0.4}]),
                 *(_typed(f"{w} is a word of the alphabet used over the radio, on a line that wraps once\n")
                   for w in words)]
     left = [_typed("ls\n"), _typed("You can't.\n"), _typed("Quick\n", 0.05), _typed("echo hi\n"), _typed("then\n"),
-            _typed("Bang! no\n"), _typed("Typed without Enter"), _typed("C-c"), _typed("alias Zed=ls\n"),
-            _typed("Zed\n"), _typed("Results: `ls`\n")]
+            _typed("Bang! no\n"), _typed("First line\nSecond line\n"), _typed("Typed without Enter"),
+            _typed("C-c"), _typed("PS1='$ '\n"), _typed("Zed\n"), _typed("Results: `ls`\n")]
     env = TerminalEnv()
     start = env.reset(Task("t"))
     system, turns, certain = env.system_prompt(), [], []
@@ -322,7 +322,7 @@ def test_prose_typed_into_bash_is_answered_as_bash_answers_it():
             turns.append((action, want))
     finally:
         env.close()
-    assert certain == answered   # after an alias (it may make a name a command), all is left to the model
+    assert certain == answered   # after a variable set (PS1 draws the prompt), all is left to the model
 
 
 def test_prose_is_not_answered_where_bash_may_not_be_reading_it():

@@ -454,12 +454,13 @@ _PLAIN_LINE = re.compile(r" *(" + _COMMAND_NAME.pattern + r")(?: (?:[^\"'$`\\!|&
 #: Reserved words (``compgen -k``) beyond the builtins: syntax where they stand first.
 _RESERVED = frozenset("! [[ ]] { } case coproc do done elif else esac fi for function if in select then time until "
                       "while".split())
-#: What an earlier action may have typed that makes a name a command or changes what bash
-#: does with one (an alias, a function, ``PATH``, a handler, options, another shell's rc, a
-#: background job that may print): the line is then the model's to answer.
+#: What an earlier action may have typed that makes a name a command, changes what bash
+#: does with one or what it draws (an alias, a function, ``PATH``, options, any variable such
+#: as ``PS1`` or ``PROMPT_COMMAND``), reads the next line itself (``read``), or leaves a job
+#: that may print later (``&``, ``setsid``, ``nohup``, ``bg``): the line is then the model's.
 _CHANGES_LOOKUP = re.compile(r"\b(?:alias|function|PATH|hash|enable|command_not_found_handle|set|shopt|trap|exec|"
-                             r"source|bind|ulimit|declare|typeset|readonly|export|unset|BASH_ENV|ENV)\b|\(\s*\)|"
-                             r"(?:^|\n)\s*\.\s|&")
+                             r"source|bind|ulimit|declare|typeset|readonly|export|unset|read|select|setsid|nohup|"
+                             r"disown|bg|fg)\b|\(\s*\)|(?:^|\n)\s*\.\s|&|(?:^|[\s;|(])[A-Za-z_][A-Za-z0-9_]*\+?=")
 #: Seconds after the Enter that the screen is read at least: bash answers at once, but tmux
 #: draws it a moment later.
 _ANSWER_SECONDS = 0.2
@@ -482,28 +483,25 @@ def _typed_lines(keys: list[Keystroke]) -> tuple[list[str], float] | None:
 
 
 def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "", start: str = "") -> str | None:
-    """The screen after lines of plain words whose first is no command, typed at bash's bare
-    prompt, each entered: bash runs nothing and prints, for each, ``bash: WORD: command not
-    found`` and a new prompt (an empty line: a new prompt), as prose typed into the shell
-    gets. ``None`` (the world model predicts it) unless all of this holds: the cursor's line
-    of the previous screen (the last of ``turns``, else ``start``) is the sandbox's bash
-    prompt with nothing typed; the action types lines of printable ASCII, each then Enter,
-    and waits at least 0.2 s after the last; each line's words expand to nothing that runs or
-    prints (quotes closed on the line; no ``$``, backquote, backslash, ``!``, operator or
-    brace: :data:`_PLAIN_LINE`); each line's first word is a name (no ``/``, no ``=``), not a
+    """The screen after a line of plain words whose first is no command, typed at bash's
+    bare prompt and entered: bash runs nothing and prints ``bash: WORD: command not found``
+    and a new prompt, as a line of prose typed into the shell gets. ``None`` (the world model
+    predicts it) unless all of this holds: the cursor's line of the previous screen (the last
+    of ``turns``, else ``start``) is the sandbox's bash prompt with nothing typed; the action
+    types one line of printable ASCII, then Enter, and waits at least 0.2 s after it (lines
+    typed ahead while bash runs one may be echoed twice); its words expand to nothing that
+    runs or prints (quotes closed on the line; no ``$``, backquote, backslash, ``!``, operator
+    or brace: :data:`_PLAIN_LINE`); its first word is a name (no ``/``, no ``=``), not a
     reserved word or builtin and not a program on the sandbox's ``PATH`` (the sandbox shows
-    the host's ``/usr``); and no earlier action typed anything that could have made it a
-    command or changed how bash looks one up (an alias, a function, ``PATH``, options, a
-    background job …).
+    the host's ``/usr``); and no earlier action typed that name or anything that could make
+    it a command, change what bash draws, read the line itself or print later
+    (:data:`_CHANGES_LOOKUP`; ``C-z``).
 
-    >>> screen = certain_answer('[{"keystrokes": "Done with the task.\\\\n\\\\nBye\\\\n", "duration": 0.5}]', [], "",
+    >>> screen = certain_answer('[{"keystrokes": "Done with the task.\\\\n", "duration": 0.5}]', [], "",
     ...                         "root@sandbox:/app#")
     >>> print(screen)
     root@sandbox:/app# Done with the task.
     bash: Done: command not found
-    root@sandbox:/app#
-    root@sandbox:/app# Bye
-    bash: Bye: command not found
     root@sandbox:/app#
     """
     import shutil
@@ -516,30 +514,22 @@ def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = 
         return None
     previous = turns[-1][1] if turns else start
     cursor = (_screen_lines(previous) or [""])[-1]
-    if typed is None or typed[1] < _ANSWER_SECONDS or not _SHELL_PROMPT.fullmatch(cursor):
+    if typed is None or len(typed[0]) != 1 or typed[1] < _ANSWER_SECONDS or not _SHELL_PROMPT.fullmatch(cursor):
         return None
-    lines, names = typed[0], set()
-    for line in lines:
-        if not line.strip():
-            continue
-        if not line.isascii() or not line.isprintable() or not (plain := _PLAIN_LINE.fullmatch(line)):
-            return None
-        name = plain.group(1)
-        if name in _BASH_WORDS or name in _RESERVED or shutil.which(name, path=DEFAULT_ENV["PATH"]) is not None:
-            return None
-        names.add(name)
-    if not names:
-        return None   # blank lines alone: a background job may print (ground_change leaves them too)
+    line = typed[0][0]
+    if not line.isascii() or not line.isprintable() or not (plain := _PLAIN_LINE.fullmatch(line)):
+        return None
+    name = plain.group(1)
+    if name in _BASH_WORDS or name in _RESERVED or shutil.which(name, path=DEFAULT_ENV["PATH"]) is not None:
+        return None
     for earlier, _ in turns:
         try:
-            text = "".join(k.keystrokes for k in parse_action(earlier) if not k.is_key_name)
+            keys = parse_action(earlier)
         except ActionFormatError:
             continue   # refused: it typed nothing
-        if _CHANGES_LOOKUP.search(text) or any(name in text for name in names):
+        text = "".join(k.keystrokes for k in keys if not k.is_key_name)
+        if name in text or _CHANGES_LOOKUP.search(text) or \
+                any(k.is_key_name and k.keystrokes == "C-z" for k in keys):   # a stopped job may go on later
             return None
-    change = []
-    for line in lines:
-        change.append(f"{cursor} {line}".rstrip())
-        if line.strip():
-            change.append(f"bash: {_PLAIN_LINE.fullmatch(line).group(1)}: command not found")
-    return render_change("\n".join(change + [cursor]), previous, action, system)
+    change = f"{cursor} {line}".rstrip() + f"\nbash: {name}: command not found\n{cursor}"
+    return render_change(change, previous, action, system)
