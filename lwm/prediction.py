@@ -20,7 +20,7 @@ states, Word2World full text); ``docs/results.md`` measures both for the embedde
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from lwm import domains
@@ -201,16 +201,25 @@ def ruled_out(row: BenchRow, observation: str) -> str | None:
     return spec.trivial_observation(action, previous_observation(row), row.system_str)
 
 
-def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
+def model_observation(row: BenchRow, predicted: str, issues: Sequence[str] = (), prediction: Prediction = "full",
+                      rule_out: bool = True) -> tuple[str, list[str]]:
     """The full observation of the row's current turn from what the model wrote
-    (:func:`drawn_observation`), replaced by the domain's trivial guess where the action
-    alone rules it out (:func:`ruled_out`)."""
+    (:func:`drawn_observation`) and the answer's parse ``issues``: replaced by the domain's
+    trivial guess where the action alone rules it out (:func:`ruled_out`; not when
+    ``rule_out`` is false), with the issue ``ruled out`` added."""
     drawn = drawn_observation(row, predicted, prediction)
-    return guess if (guess := ruled_out(row, drawn)) is not None else drawn
+    guess = ruled_out(row, drawn) if rule_out else None
+    return (drawn, list(issues)) if guess is None else (guess, [*issues, "ruled out"])
+
+
+def full_observation(row: BenchRow, predicted: str, prediction: Prediction = "full") -> str:
+    """The full observation of the row's current turn from what the model wrote, as
+    :func:`model_observation` gives it."""
+    return model_observation(row, predicted, (), prediction)[0]
 
 
 __all__ = [
     "PREDICTIONS", "Prediction", "action_of", "certain_observation", "change_row", "check_prediction",
-    "drawn_observation", "full_observation", "observed_change",
+    "drawn_observation", "full_observation", "model_observation", "observed_change",
     "previous_observation", "request", "request_format", "row_prediction", "ruled_out",
 ]

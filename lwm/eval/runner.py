@@ -38,11 +38,10 @@ from lwm.prediction import (
     Prediction,
     action_of,
     certain_observation,
-    drawn_observation,
+    model_observation,
     request,
     request_format,
     row_prediction,
-    ruled_out,
 )
 from lwm.retrieval import TransitionIndex, episode_of
 from lwm.schema import BenchRow, read_rows
@@ -292,10 +291,8 @@ async def predict_rows(
             print(f"warning: the server counted {gen.prompt_tokens} prompt tokens where about {sent} were sent: it "
                   "cut the context (Ollama keeps 2,048-4,096 tokens unless num_ctx is set; see README, 'Serving "
                   "a world model'); such rows are marked context_cut", file=sys.stderr)
-        observation, written = drawn_observation(row, parsed.observation, mode), parsed.observation
-        issues = parsed.issues
-        if config.certain and (guess := ruled_out(row, observation)) is not None:  # the action alone says no
-            observation, issues = guess, [*issues, "ruled out"]
+        observation, issues = model_observation(row, parsed.observation, parsed.issues, mode, config.certain)
+        written = parsed.observation
         if chosen is not None:
             observation, written = chosen.observation, chosen.written
             rec |= {"candidate": chosen.source, "candidate_scores": chosen.scores}

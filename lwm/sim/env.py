@@ -28,7 +28,7 @@ from lwm.errors import EnvironmentClosedError
 from lwm.loop import run_sync
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, parse_output
-from lwm.prediction import Prediction, drawn_observation, request, request_format, row_prediction, ruled_out
+from lwm.prediction import Prediction, model_observation, request, request_format, row_prediction
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 
@@ -321,10 +321,8 @@ class SimEnv:
         gen = await self.model.generate(messages, self.sampling)
         stopped = self.sampling.stop if gen.finish_reason == "stop" else ()
         parsed = parse_output(gen.text, gen.reasoning, stopped_at=stopped, truncated=gen.finish_reason == "length")
-        observation, written = drawn_observation(row, parsed.observation, self.prediction), parsed.observation
-        issues = parsed.issues
-        if (guess := ruled_out(row, observation)) is not None:  # the action alone says no
-            observation, issues = guess, [*issues, "ruled out"]
+        observation, issues = model_observation(row, parsed.observation, parsed.issues, self.prediction)
+        written = parsed.observation
         chosen = {}
         if self.score_candidates:
             choice = await choose(self.model, messages, row, self.prediction, parsed.observation)

@@ -222,6 +222,13 @@ _RESTARTED = re.compile(r"(?:^|\n)\[restarted\] the (?:cell ran past|interpreter
                         r"lost \(files are kept\)$")
 
 
+def _another_python(system: str) -> bool:
+    """Whether the system prompt simulates another Python version than the one running
+    ``lwm``: its messages and what compiles may differ."""
+    version = _VERSION.search(system)
+    return bool(version) and tuple(map(int, version.groups())) != sys.version_info[:2]
+
+
 def cell_number(observations: Sequence[str]) -> int:
     """The execution count of the next cell after ``observations`` (the episode's earlier
     observations, oldest first): 1 after a (re)start, +1 for every cell; an action refused
@@ -259,8 +266,7 @@ def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = 
             ^
     SyntaxError: '(' was never closed
     """
-    version = _VERSION.search(system)
-    if "\0" in action or version and tuple(map(int, version.groups())) != sys.version_info[:2]:
+    if "\0" in action or _another_python(system):
         return None  # a null byte: refused before parsing, in words that differ between 3.11 releases
     filename = f"<cell {cell_number([observation for _, observation in turns])}>"
     try:
@@ -299,10 +305,7 @@ def rules_out(observation: str, action: str, system: str = "") -> bool:
     False
     """
     if not _COMPILE_ERROR.match(observation) or "Traceback (most recent call last)" in observation \
-            or "\0" in action:
-        return False
-    version = _VERSION.search(system)
-    if version and tuple(map(int, version.groups())) != sys.version_info[:2]:
+            or "\0" in action or _another_python(system):
         return False
     # Warnings are recorded, not raised: the filters are the process's, and another thread's
     # warning raised as an error here would break that thread. Any warning seen says "not sure".

@@ -466,10 +466,10 @@ _CHANGES_LOOKUP = re.compile(r"\b(?:alias|function|PATH|hash|enable|command_not_
 _ANSWER_SECONDS = 0.2
 
 
-def _typed_lines(keys: list[Keystroke]) -> tuple[list[str], float] | None:
-    """The lines ``keys`` type, each then Enter (as text or a key name, nothing typed after the
-    last), with the seconds waited from the last Enter on; else ``None`` (another key name, or
-    text left without Enter)."""
+def _typed_line(keys: list[Keystroke]) -> tuple[str, float] | None:
+    """The one line ``keys`` type, then Enter (as text or a key name) and nothing after it,
+    with the seconds waited from the Enter on; else ``None`` (another key name, no Enter, or
+    several lines)."""
     text, after = "", 0.0
     for key in keys:
         if key.is_key_name and key.keystrokes not in _ENTER_KEYS:
@@ -477,9 +477,9 @@ def _typed_lines(keys: list[Keystroke]) -> tuple[list[str], float] | None:
         typed = "\n" if key.is_key_name else key.keystrokes
         text += typed
         after = key.duration if "\n" in typed else after + key.duration
-    if not text.endswith("\n"):
+    if text.count("\n") != 1 or not text.endswith("\n"):
         return None
-    return text[:-1].split("\n"), after
+    return text[:-1], after
 
 
 def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = "", start: str = "") -> str | None:
@@ -509,14 +509,14 @@ def certain_answer(action: str, turns: Sequence[tuple[str, str]], system: str = 
     from lwm.envs.sandbox import DEFAULT_ENV
 
     try:
-        typed = _typed_lines(parse_action(action))
+        typed = _typed_line(parse_action(action))
     except ActionFormatError:
         return None
     previous = turns[-1][1] if turns else start
     cursor = (_screen_lines(previous) or [""])[-1]
-    if typed is None or len(typed[0]) != 1 or typed[1] < _ANSWER_SECONDS or not _SHELL_PROMPT.fullmatch(cursor):
+    if typed is None or typed[1] < _ANSWER_SECONDS or not _SHELL_PROMPT.fullmatch(cursor):
         return None
-    line = typed[0][0]
+    line = typed[0]
     if not line.isascii() or not line.isprintable() or not (plain := _PLAIN_LINE.fullmatch(line)):
         return None
     name = plain.group(1)
