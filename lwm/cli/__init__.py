@@ -332,7 +332,8 @@ def wm2real(
     if res.summary["trajectories"]:
         _html_report(out)
     if res.summary["labelled"]:
-        note(f"{res.summary['labelled']} episodes with their real verdict: {out / 'labelled.jsonl'}")
+        n = res.summary["labelled"]
+        note(f"{n} episode{'' if n == 1 else 's'} with their real verdict: {out / 'labelled.jsonl'}")
     if res.summary["failed"]:
         note(f"{len(res.summary['failed'])} trajectories could not be replayed (see {out}/summary.json)", "yellow")
         if res.summary["trajectories"] == 0:
