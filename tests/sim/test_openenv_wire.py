@@ -20,7 +20,10 @@ from lwm.models.base import FunctionChatModel
 pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
 
-SLOW_SECONDS = 1.5
+# The client's timeout is well above a fast step's time under load (CI's tests run beside model
+# jobs) and well below the slow step's.
+SLOW_SECONDS = 6.0
+TIMEOUT_S = 2.0
 
 
 def slow_echo_model(finished: threading.Event):
@@ -64,16 +67,16 @@ def test_a_timed_out_step_never_shifts_later_answers():
     from lwm.sim.openenv_server import WorldAction, WorldClient
 
     finished = threading.Event()
-    with logged_server(finished) as url, WorldClient(url, message_timeout_s=0.5).sync() as client:
+    with logged_server(finished) as url, WorldClient(url, message_timeout_s=TIMEOUT_S).sync() as client:
         client.reset(task="t")
         assert typed(client.step(WorldAction(text=keys("one\n")))) == "typed one"
-        with pytest.raises(TimeoutError, match=r"no answer to 'step' within 0.5 s.*call reset\(\)"):
+        with pytest.raises(TimeoutError, match=r"no answer to 'step' within 2 s.*call reset\(\)"):
             client.step(WorldAction(text=keys("slow\n")))
-        with pytest.raises(ConnectionError, match=r"session was lost \(no answer to 'step' within 0.5 s\)"):
+        with pytest.raises(ConnectionError, match=r"session was lost \(no answer to 'step' within 2 s\)"):
             client.step(WorldAction(text=keys("two\n")))
         with pytest.raises(ConnectionError, match="session was lost"):
             client.state()
-        assert finished.wait(10)  # the late answer exists now: it must not be read as the next one
+        assert finished.wait(SLOW_SECONDS + 10)  # the late answer exists now: it must not be read as the next one
         time.sleep(0.2)
         client.reset(task="t")  # a new connection, a new session
         assert typed(client.step(WorldAction(text=keys("three\n")))) == "typed three"
@@ -111,11 +114,11 @@ def test_sessions_that_end_log_nothing_alarming(caplog):
         with connect(url.replace("http", "ws") + "/ws") as ws:  # the socket closed without a close message
             ws.send(json.dumps({"type": "reset", "data": {}}))
             assert json.loads(ws.recv(timeout=10))["type"] == "observation"
-        with WorldClient(url, message_timeout_s=0.3).sync() as client:  # gone mid-step
+        with WorldClient(url, message_timeout_s=TIMEOUT_S).sync() as client:  # gone mid-step
             client.reset(task="t")
             with pytest.raises(TimeoutError):
                 client.step(WorldAction(text=keys("slow\n")))
-        assert finished.wait(10)
+        assert finished.wait(SLOW_SECONDS + 10)
         time.sleep(0.5)  # the server tries to answer the client that left, then ends the session
     alarming = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     assert [r.getMessage() for r in alarming] == []
