@@ -11,8 +11,8 @@ families by default, never trained on), or the tasks of a task file
   rate per domain with its 95 % Wilson interval, the share of valid actions, mean turns,
   real steps and wall time.
 * On the **sim** backend the world model plays the environment and the reward model
-  decides success (``reward``: the verifier's probe through the world model by default,
-  the trained verdict, or a free-form judge).
+  decides success (``reward``: the trained verdict by default, the verifier's probe
+  through the world model, or a free-form judge).
   Each simulated episode is then replayed in the real environment (``replay``): its
   actions again, in order, then the real verifier — the real success of the simulated
   action sequences, and the ratio of simulated to real success (Word2World's closed-loop
@@ -44,6 +44,7 @@ from lwm.models import WORLD_MODEL, ModelSpec, prompt_cache_mb
 from lwm.prediction import request_settings
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
+from lwm.sim.env import DEFAULT_REWARD
 from lwm.sim.policy import PolicySpec
 from lwm.sim.rollout import EpisodeJob, play_for_real
 
@@ -106,7 +107,7 @@ class AgentEvalConfig:
     world_model: str = WORLD_MODEL
     base_url: str | None = None
     api_key: str = "EMPTY"
-    reward: str = "auto"
+    reward: str = DEFAULT_REWARD
     show_task: bool = False
     replay: bool = True
     concurrency: int = 4

@@ -34,7 +34,7 @@ from lwm.models.base import ChatModel, SamplingParams
 from lwm.prediction import check_prediction
 from lwm.schema import Provenance, Trajectory
 from lwm.sim.controls import Control
-from lwm.sim.env import DEFAULT_SAMPLING, SimEnv
+from lwm.sim.env import DEFAULT_REWARD, DEFAULT_SAMPLING, SimEnv
 
 Backend = Literal["real", "sim", "replay", "hybrid"]
 
@@ -292,8 +292,8 @@ class EnvFactory:
             a loaded :class:`~lwm.models.ChatModel`, a :class:`~lwm.models.ModelSpec` or a name.
         reward_model: the reward model of ``sim`` (and of ``hybrid`` once the episode left
             the real environment); default: :func:`lwm.models.reward_model_for` the reward
-            source (``options["reward"]``; ``auto`` asks the trained verdict model about tasks
-            without a verifier), else the world model itself.
+            source (``options["reward"]``, default :data:`~lwm.sim.env.DEFAULT_REWARD`: the
+            trained verdict model), else the world model itself.
         cache: a :class:`~lwm.envs.cache.ReplayCache` or its path (``replay``, ``hybrid``;
             optional for ``real``, which then records into it).
         sampling: the world model's decoding settings.
@@ -357,7 +357,7 @@ class EnvFactory:
             return _load(self.reward_model)
         spec = _spec_of(self.model)
         local = spec.name if spec is not None and spec.base_url is None else None
-        judge = reward_model_for(self.options.get("reward", "auto"), local)
+        judge = reward_model_for(self.options.get("reward", DEFAULT_REWARD), local)
         return ModelSpec(judge).load() if judge else self.world_model()
 
     def __call__(self) -> SimEnv | RealBackendEnv | ReplayEnv | HybridEnv:
@@ -391,7 +391,7 @@ def env_factory(domain: str, backend: Backend = "real", **settings: Any) -> EnvF
     return EnvFactory(domain, backend, **own)
 
 
-def task_env_factory(domain: str, backend: str, world_model: ModelSpec | None = None, *, reward: str = "auto",
+def task_env_factory(domain: str, backend: str, world_model: ModelSpec | None = None, *, reward: str = DEFAULT_REWARD,
                      show_task: bool = False, max_turns: int = 50, prediction: str | None = None,
                      compact_tools: bool | None = None, cache: str | None = None,
                      sampling: SamplingParams = DEFAULT_SAMPLING) -> EnvFactory:

@@ -34,6 +34,10 @@ from lwm.sim.controls import Control, apply_controls
 
 RewardSource = Literal["auto", "verdict", "probe", "judge"]
 REWARD_SOURCES = ("auto", "verdict", "probe", "judge")
+#: The reward source when none is named: the trained verdict, which recognises more real successes
+#: than the probe and pays no more failures in closed loop (docs/results.md, "Rejection sampling
+#: with the sixth stage": the probe recognised none of 66).
+DEFAULT_REWARD: RewardSource = "verdict"
 
 #: Decoding settings of a simulated step unless given: greedy, room for a screen or a page.
 DEFAULT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512, stop=DEFAULT_STOP)
@@ -81,7 +85,7 @@ class SimEnv:
             the final state, and the verifier's own comparison is applied: privileged
             verification through the world model's dynamics), ``judge`` (a free-form judge
             reads the episode, with the domain's reward rubric), or ``auto`` (the probe when
-            the task has a verifier, else the verdict).
+            the task has a verifier, else the verdict). Default: :data:`DEFAULT_REWARD`.
         memo: a mapping shared by environments (a GRPO group, a rollout) in which each
             prediction is kept by its situation (system prompt, history, action, model,
             sampling): the same situation gets the same observation and costs one model
@@ -122,7 +126,7 @@ class SimEnv:
                  sampling: SamplingParams = DEFAULT_SAMPLING, max_prompt_tokens: int = 2048,
                  max_turns: int = 50, controls: tuple[Control, ...] = (), reward_model: ChatModel | None = None,
                  judge_rewards: bool = True, judge_every_step: bool = False,
-                 judge_sampling: SamplingParams | None = None, reward: RewardSource = "auto",
+                 judge_sampling: SamplingParams | None = None, reward: RewardSource = DEFAULT_REWARD,
                  memo: MutableMapping[str, asyncio.Future] | None = None, real_start: bool = False,
                  show_task: bool = True, prediction: Prediction | None = None,
                  compact_tools: bool | None = None, score_candidates: bool = False) -> None:

@@ -33,7 +33,7 @@ from lwm.prediction import request_settings
 from lwm.schema import Trajectory, write_trajectories
 from lwm.sim.backends import BackendSpec, EnvFactory, backend_spec, sim_request
 from lwm.sim.controls import Control
-from lwm.sim.env import DEFAULT_SAMPLING
+from lwm.sim.env import DEFAULT_REWARD, DEFAULT_SAMPLING
 from lwm.sim.policy import PolicySpec
 
 
@@ -98,7 +98,7 @@ class RolloutConfig:
     route: str = "real-first"
     controls: tuple[str, ...] = ()
     max_turns: int = 20
-    reward: str = "auto"
+    reward: str = DEFAULT_REWARD
     verified_only: bool = False
     concurrency: int = 4
     ray: bool = False

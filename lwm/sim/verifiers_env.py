@@ -14,8 +14,10 @@ The conversation is the one ``lwm agent eval`` holds with a policy
 (:func:`lwm.sim.policy.agent_messages`), and the episode is played by the one episode loop
 (:func:`lwm.envs.episode.aplay_episode`).
 
-Rewards recorded on each trace: ``lwm_reward`` (1 achieved, 0 not; an episode without a
-verdict scores 0 and says so in ``trace.info["lwm"]["verdict"]``).
+Rewards recorded on each trace: ``lwm_reward`` (the real verifier's 1 achieved or 0 not; in the
+simulator the reward model's, by default the trained verdict's P(achieved) in [0, 1]; an
+episode without a verdict scores 0 and says so in ``trace.info["lwm"]["verdict"]``, which
+is ``achieved`` from 0.5 on).
 
 Run with verifiers' CLI (the agent at any OpenAI-compatible endpoint, ``lwm serve-model``
 included)::
@@ -44,7 +46,7 @@ from lwm.errors import EpisodeBrokenError
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, TaskBackend, backend_spec, task_env_factory
-from lwm.sim.env import REWARD_SOURCES
+from lwm.sim.env import DEFAULT_REWARD, REWARD_SOURCES
 from lwm.sim.policy import AGENT_SYSTEM, agent_messages, read_action
 
 __all__ = ["LwmData", "LwmEnv", "LwmEnvConfig", "LwmTask", "LwmTaskset", "LwmTasksetConfig", "load_environment"]
@@ -168,7 +170,7 @@ class LwmEnv(vf.Env[LwmEnvConfig]):
         """The environment factory of ``domain`` for this configuration."""
         config = self.config
         world = ModelSpec(config.world_model, base_url=config.world_model_base_url)
-        return task_env_factory(domain, config.backend, world, reward=config.reward or "auto",
+        return task_env_factory(domain, config.backend, world, reward=config.reward or DEFAULT_REWARD,
                                 show_task=config.show_task, max_turns=config.max_turns)
 
     async def run(self, task: LwmTask, agents: Any) -> None:

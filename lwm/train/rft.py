@@ -4,10 +4,10 @@ A cheaper alternative to GRPO (:mod:`lwm.train.rl`): the policy attempts every t
 times at a sampling temperature, the environment's reward decides which attempts succeeded,
 and the policy is fine-tuned (SFT, LoRA) on the answers of the accepted attempts — its own
 successful behaviour, made more likely. On the ``sim`` backend the world model plays the
-environment and the reward model judges (the verifier's probe by default, or the trained
-verdict of :mod:`lwm.verdict`); the only real steps are the resets that read each task's initial observation
-(counted in the summary). On ``real``, the same with the real environment and verifier:
-the reference at the same budget.
+environment and the reward model judges (the trained verdict of :mod:`lwm.verdict` by
+default, or the verifier's probe through the world model); the only real steps are the
+resets that read each task's initial observation (counted in the summary). On ``real``,
+the same with the real environment and verifier: the reference at the same budget.
 
 The prompt of a training example is exactly the agent's prompt in evaluation
 (:func:`lwm.sim.policy.agent_messages`), the completion the answer it wrote.
@@ -42,6 +42,7 @@ from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
+from lwm.sim.env import DEFAULT_REWARD
 from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
 from lwm.train.records import check_lr
@@ -91,7 +92,7 @@ class RFTConfig:
     max_turns: int = 1
     backend: str = "sim"
     world_model: str = WORLD_MODEL
-    reward: str = "auto"
+    reward: str = DEFAULT_REWARD
     threshold: float = 0.5
     well_formed_only: bool = True
     max_steps: int = 30

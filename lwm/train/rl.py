@@ -1,8 +1,8 @@
 """``lwm train rl``: reinforcement learning with TRL's ``GRPOTrainer``, two objectives.
 
 ``agent``: a policy learns to do tasks by acting in an environment — the simulator (the
-world model as the environment and, through the task verifier's probe, as the reward
-model), the real sandboxed environment, ``hybrid`` or ``replay``. The tasks are the train
+world model as the environment, the trained verdict of :mod:`lwm.verdict` as the reward
+model by default), the real sandboxed environment, ``hybrid`` or ``replay``. The tasks are the train
 split of the domains' task families (:mod:`lwm.domains.tasks`; held-out families are never
 trained on). Every generation of a GRPO group plays the group's task from the same
 start (the real environment's first screen, :func:`lwm.sim.starts.real_start`) against
@@ -59,7 +59,7 @@ from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, check_reachable, prompt_cache_mb
 from lwm.schema import Trajectory
 from lwm.sim.backends import backend_spec, sim_request, task_env_factory
-from lwm.sim.env import DEFAULT_SAMPLING
+from lwm.sim.env import DEFAULT_REWARD, DEFAULT_SAMPLING
 from lwm.train.records import RUN_FILE, check_lr
 
 OBJECTIVES = ("agent", "fidelity")
@@ -136,7 +136,7 @@ class RLConfig:
     base_url: str | None = None
     api_key: str = "EMPTY"
     extra_body: dict[str, Any] = field(default_factory=dict)
-    reward: str = "auto"
+    reward: str = DEFAULT_REWARD
     show_task: bool = False
     prediction: str | None = None
     compact_tools: bool | None = None

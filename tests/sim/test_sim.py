@@ -209,7 +209,9 @@ def test_simulation_with_the_embedded_model():
     wm = load_model("embedded")
     env = SimEnv("terminal", wm, sampling=SamplingParams(max_tokens=24, stop=("</predicted_observation>",)),
                  max_turns=2, judge_sampling=SamplingParams(max_tokens=48))
-    env.reset(Task("t", instruction="print hello"), initial_observation="root@sandbox:/app#")
+    # a task with a verifier: the default reward is still the trained verdict, not the probe
+    env.reset(Task("t", instruction="print hello", check=Check("cat /app/hello.txt", "hello", "equals")),
+              initial_observation="root@sandbox:/app#")
     first = env.step(keys("echo hello\n"))
     last = env.step(keys("ls\n"))
     assert isinstance(first.observation, str) and last.done and last.truncated
@@ -217,6 +219,24 @@ def test_simulation_with_the_embedded_model():
     assert last.info["completion_tokens"] <= 24
     # The default reward model, the trained verdict, gives a probability: never unreadable.
     assert 0.0 <= env.trajectory.reward <= 1.0 and env.trajectory.metadata["reward_source"] == "verdict"
+
+
+def test_the_trained_verdict_is_the_default_reward_everywhere():
+    import dataclasses
+    import inspect
+
+    from lwm.eval.agent import AgentEvalConfig
+    from lwm.sim.backends import task_env_factory
+    from lwm.sim.env import DEFAULT_REWARD
+    from lwm.sim.rollout import RolloutConfig
+    from lwm.train.rft import RFTConfig
+    from lwm.train.rl import RLConfig
+
+    assert DEFAULT_REWARD == "verdict"
+    assert inspect.signature(SimEnv).parameters["reward"].default == DEFAULT_REWARD
+    assert inspect.signature(task_env_factory).parameters["reward"].default == DEFAULT_REWARD
+    for config in (AgentEvalConfig, RolloutConfig, RFTConfig, RLConfig):
+        assert {f.name: f.default for f in dataclasses.fields(config)}["reward"] == DEFAULT_REWARD, config
 
 
 def test_probe_verification_through_the_world_model_is_never_part_of_the_episode():

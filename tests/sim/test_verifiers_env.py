@@ -122,5 +122,7 @@ def test_the_embedded_model_as_the_agent(tmp_path, backend):
     [trace] = traces
     lwm_info = trace["info"]["lwm"]
     assert trace["ok"] and lwm_info["backend"] == backend and 1 <= len(lwm_info["actions"]) <= 2
-    assert trace["rewards"]["lwm_reward"]["score"] in (0.0, 1.0)
-    assert lwm_info["verdict"] in ("achieved", "not achieved")
+    score = trace["rewards"]["lwm_reward"]["score"]
+    # the real verifier says 0 or 1; the simulator's default reward, the trained verdict, P(achieved)
+    assert score in (0.0, 1.0) if backend == "real" else 0.0 <= score <= 1.0
+    assert lwm_info["verdict"] == ("achieved" if score >= 0.5 else "not achieved")
