@@ -4,6 +4,8 @@
 #   bench/ablation.sh RUNS_DIR [STEPS]
 # Each step is resumable: re-run the script after an interruption. On 2 CPU cores the two
 # trainings take hours; run it in the background and keep other model jobs off the machine.
+# The simulator's reward is lwm's default: the trained verdict since 2026-12-05; the table in
+# docs/results.md was made with the probe (add --reward auto to the sim training to redo it).
 set -euo pipefail
 runs=${1:?usage: bench/ablation.sh RUNS_DIR [STEPS]}
 steps=${2:-100}

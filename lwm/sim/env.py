@@ -18,7 +18,7 @@ import copy
 import inspect
 import time
 from collections.abc import MutableMapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from lwm import domains
 from lwm.candidates import candidate_scoring, choose
@@ -32,8 +32,8 @@ from lwm.prediction import Prediction, model_observation, request, request_forma
 from lwm.schema import Provenance, Trajectory, Turn, rows_from_trajectory
 from lwm.sim.controls import Control, apply_controls
 
-RewardSource = Literal["auto", "verdict", "probe", "judge"]
-REWARD_SOURCES = ("auto", "verdict", "probe", "judge")
+RewardSource = Literal["verdict", "probe", "judge", "auto"]
+REWARD_SOURCES: tuple[str, ...] = get_args(RewardSource)
 #: The reward source when none is named: the trained verdict, which recognises more real successes
 #: than the probe and pays no more failures in closed loop (docs/results.md, "Rejection sampling
 #: with the sixth stage": the probe recognised none of 66).
