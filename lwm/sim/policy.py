@@ -83,10 +83,17 @@ def _answer(text: str) -> tuple[str, bool]:
     return answer, True
 
 
+def action_text(text: str) -> str:
+    """The action an agent's answer holds, as it would be written alone: the answer without
+    its reasoning, without the fence of a fenced block and without the words around the first
+    one (the text :func:`read_action` gives the domain's tool). ``""`` when there is none."""
+    return _answer(text)[0]
+
+
 def read_action(domain: Domain, text: str) -> str | None:
     """The action in an agent's answer (see the module docstring); ``None`` when the agent
     is done (``DONE``, or nothing but reasoning)."""
-    answer, _ = _answer(text)
+    answer = action_text(text)
     if not answer or answer.upper().rstrip(".") == "DONE":
         return None
     return domain.tool.to_action(answer)

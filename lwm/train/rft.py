@@ -16,7 +16,7 @@ Output directory (resumable: re-run with the same one)::
 
     attempts.partial.jsonl   the job journal: one trajectory per attempt
     attempts.jsonl           every attempt, with its reward
-    data/train.jsonl         the accepted answers as prompt-completion rows
+    data/train.jsonl         the accepted attempts' well-formed actions as prompt-completion rows
     adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
     lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
     rft.json                 counts: attempts, accepted per domain and family, paid by the reward but
@@ -43,7 +43,7 @@ from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.env import DEFAULT_REWARD
-from lwm.sim.policy import PolicySpec, agent_messages, well_formed_answer
+from lwm.sim.policy import PolicySpec, action_text, agent_messages, well_formed_answer
 from lwm.sim.rollout import EpisodeJob
 from lwm.train.records import check_lr
 
@@ -62,8 +62,10 @@ class RFTConfig:
         tasks_file: attempt the tasks of this task file instead (``lwm agent curriculum``
             writes one of the families worth training on).
         samples: attempts per task.
-        policy: the policy that attempts and is fine-tuned: ``embedded`` (SmolLM2-135M-Instruct)
-            or ``embedded-warmup`` (the same after the world-model warm-up: the seed's full row).
+        policy: the policy that attempts and is fine-tuned: ``embedded`` (SmolLM2-135M-Instruct),
+            ``embedded-warmup`` (the same after the world-model warm-up: the seed's full row), or
+            the directory of an earlier ``lwm train rft`` run, whose policy then attempts and
+            whose adapter is trained further (a second round: expert iteration).
         temperature: the policy's sampling temperature.
         max_turns: actions per attempt at most.
         backend: ``sim`` (the world model and the reward model) or ``real``.
@@ -75,7 +77,8 @@ class RFTConfig:
         well_formed_only: accept an attempt only when each of its answers was one well-formed
             action and nothing else (:func:`~lwm.sim.policy.well_formed_answer`): a reward model
             can pay prose the simulator silently ran (``docs/results.md``, stage 2), and the
-            policy must not learn to write it.
+            policy must not learn to write it. Without it an attempt is accepted whatever its
+            answers, and only its well-formed actions are learned (:func:`accepted_examples`).
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.
@@ -106,7 +109,7 @@ class RFTConfig:
         self.out = Path(self.out)
         self.domains = tuple(dict.fromkeys(self.domains))
         if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+            self.policy = str(earlier_round(self.policy, self.out).resolve())
         backend_spec(self.backend, allowed=TASK_BACKENDS)
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
@@ -134,6 +137,46 @@ class RFTConfig:
             for k in ("world_model", "reward"):
                 d.pop(k)
         return d
+
+
+def earlier_round(policy: str | Path, out: str | Path) -> Path:
+    """The directory of the earlier ``lwm train rft`` run that ``policy`` names, checked: its
+    trained adapter (``adapter/``, ``adapter.gguf``) on a model of :data:`POLICIES`.
+
+    Raises:
+        ValueError: ``policy`` is neither a name of :data:`POLICIES` nor a finished run's
+            directory, or it is ``out`` itself.
+    """
+    run = Path(policy)
+    if not run.is_dir():
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)} or an earlier lwm train rft run's "
+                         f"directory, not {str(policy)!r}")
+    if run.resolve() == Path(out).resolve():
+        raise ValueError(f"the policy's run {run} is the run directory itself: choose a new --out for the next round")
+    missing = [f for f in ("adapter/adapter_config.json", "adapter.gguf", "lwm_train.json") if not (run / f).is_file()]
+    if missing:
+        raise ValueError(f"{run} is not a finished lwm train rft run (no {', '.join(missing)})")
+    model = _base_model(run)
+    if model not in POLICIES:
+        raise ValueError(f"{run} trained {model!r}; a next round needs one of {', '.join(POLICIES)}")
+    return run
+
+
+def _base_model(run: Path) -> Any:
+    from lwm.train.records import RUN_FILE
+
+    settings = read_json(run / RUN_FILE).get("settings")
+    return settings.get("model", "embedded") if isinstance(settings, dict) else None
+
+
+def _policy(config: RFTConfig, seed: int = 0) -> PolicySpec:
+    """The policy that attempts: a named model, or an earlier round's adapter on its model."""
+    if config.policy in POLICIES:
+        return PolicySpec(config.policy, temperature=config.temperature, seed=seed)
+    from lwm.train.rl import policy_for
+
+    name, adapter = policy_for(Path(config.policy))
+    return PolicySpec(name, adapter=adapter, temperature=config.temperature, seed=seed)
 
 
 def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
@@ -171,20 +214,27 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 def accepted_examples(attempts: list[Trajectory], threshold: float,
                       well_formed_only: bool = True) -> list[dict[str, Any]]:
-    """The SFT rows of the accepted attempts (:func:`is_accepted`): for every turn, the
-    agent's prompt as evaluation builds it and the answer it wrote (TRL prompt-completion)."""
+    """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn: the agent's
+    prompt as evaluation builds it and, as the completion, the action the environment ran
+    alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
+    prompt asks), the earlier answers in the prompt written the same way (TRL
+    prompt-completion). A turn whose action is not well formed (prose typed into the shell,
+    ``Output:`` sent to sqlite3 — it may follow the action that achieved the task, the episode
+    going on to its last turn) is not learned; with ``well_formed_only`` there is none."""
     rows = []
     for traj in attempts:
         if not is_accepted(traj, threshold, well_formed_only):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
-        said = list(traj.metadata.get("agent_answers", []))
+        said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
         spec = domains.get(traj.domain)
-        for i, answer in enumerate(said[:len(traj.turns)]):
+        for i, action in enumerate(said[:len(traj.turns)]):
+            if not well_formed_answer(spec, action):
+                continue
             prompt = agent_messages(spec, task, traj.initial_observation, said[:i],
                                     [t.observation for t in traj.turns[:i]])
             rows.append({"id": f"{traj.id}/turn{i + 1}", "domain": traj.domain, "family": task.family,
-                         "prompt": prompt, "completion": [{"role": "assistant", "content": answer}]})
+                         "prompt": prompt, "completion": [{"role": "assistant", "content": action}]})
     return rows
 
 
@@ -215,7 +265,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     tasks = _tasks(config)
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
     # the models load here, once: a mistyped name fails before the run directory is claimed
-    PolicySpec(config.policy, temperature=config.temperature).make(tasks[0][0])
+    _policy(config).make(tasks[0][0])
     for factory in factories.values():
         if factory.model is not None:  # the simulator: its world model and its reward model
             factory.world_model()
@@ -226,7 +276,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
-            policy = PolicySpec(config.policy, temperature=config.temperature, seed=config.seed + k)
+            policy = _policy(config, seed=config.seed + k)
             eid = f"{domain}/{task.name}/s{k}"
             items.append((eid, EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
                                           metadata=(("sample", k),))))
@@ -246,6 +296,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts),
         "accepted": len(accepted), "examples": len(rows),
+        # turns of accepted attempts not learned: their action was not well formed (--any-answer)
+        "turns_ill_formed": sum(len(t.turns) for t in accepted) - len(rows),
         # paid by the reward but refused: an answer was prose, or not one action (well_formed_only)
         "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
@@ -268,11 +320,15 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             and finished.is_file():  # a finished run resumed: nothing left to train
         write_atomic(config.out / "rft.json", json.dumps(previous, indent=1) + "\n")
         return RFTResult(config.out, previous, finished)
-    sft = train_sft(TrainConfig(data=config.out / "data", out=config.out, model=config.policy, lora_r=config.lora_r,
+    # a next round trains the earlier round's adapter further, on the model it was trained on
+    earlier = None if config.policy in POLICIES else Path(config.policy)
+    model = _base_model(earlier) if earlier else config.policy
+    sft = train_sft(TrainConfig(data=config.out / "data", out=config.out, model=model, lora_r=config.lora_r,
                                 max_steps=config.max_steps, lr=config.lr, batch_size=4, max_length=1024,
-                                save_steps=max(config.max_steps, 1), seed=config.seed, resume=True),
+                                save_steps=max(config.max_steps, 1), seed=config.seed, resume=True,
+                                init_adapter=str(earlier / "adapter") if earlier else None),
                     show_progress=show_progress)
-    gguf, error = _export(sft.output_dir, config.policy)
+    gguf, error = _export(sft.output_dir, model)
     summary.update(sft_steps=sft.steps, sft_seconds=round(sft.seconds, 1), train_loss=sft.train_loss,
                    adapter_gguf=str(gguf) if gguf else None, export_error=error,
                    seconds=round(time.monotonic() - t0, 1))

@@ -85,6 +85,8 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     unknown = ok.model_copy(update={"id": "terminal/t/s2", "reward": None})
     rows = accepted_examples([ok, failed, unknown], threshold=0.5)
     assert [r["completion"][0]["content"] for r in rows] == ["ls", "echo x > y"]
+    fenced = ok.model_copy(update={"metadata": {**ok.metadata, "agent_answers": ["```bash\nls\n```", "echo x > y"]}})
+    assert accepted_examples([fenced], threshold=0.5) == rows   # the fence is not part of the action
     spec = domains.get("terminal")
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
 
@@ -103,7 +105,22 @@ def test_prose_the_reward_model_paid_is_refused_unless_any_answer_is_asked():
     assert not answers_well_formed(paid) and answers_well_formed(clean)
     assert not is_accepted(paid, 0.5) and is_accepted(paid, 0.5, well_formed_only=False)
     assert [r["id"] for r in accepted_examples([paid, clean], 0.5)] == ["terminal/t/s1/turn1", "terminal/t/s1/turn2"]
-    assert len(accepted_examples([paid, clean], 0.5, well_formed_only=False)) == 4
+    # accepted whatever its answers, the attempt teaches its well-formed action only
+    assert [r["id"] for r in accepted_examples([paid], 0.5, well_formed_only=False)] == ["terminal/t/s0/turn2"]
+
+
+def test_the_policy_learns_the_action_it_ran_without_the_words_around_it():
+    task, _ = families("db")[0].generate(0)
+    prov = Provenance(kind="simulated")
+    chatty = "```sql\nCREATE TABLE t (a TEXT);\n```\nThis creates the table."
+    after = "CREATE TABLE t (a TEXT);\n\nOutput:\n\n```\n\nOutput:\n\n```"   # runs the block: `Output:`
+    turns = [Turn(index=1, action="CREATE TABLE t (a TEXT);", observation="", provenance=prov),
+             Turn(index=2, action="Output:", observation="Parse error: near \"Output\"", provenance=prov)]
+    traj = Trajectory(id="db/t/s0", domain="db", task=task.instruction, system_prompt="", initial_observation="",
+                      turns=turns, reward=0.9, metadata={"task_spec": task.to_dict(), "agent_answers": [chatty, after]})
+    assert not answers_well_formed(traj)
+    rows = accepted_examples([traj], 0.5, well_formed_only=False)
+    assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [("db/t/s0/turn1", "CREATE TABLE t (a TEXT);")]
 
 
 def test_an_attempt_with_no_action_is_never_accepted():
@@ -139,6 +156,12 @@ def test_rft_refuses_bad_settings(tmp_path):
             RFTConfig(out=tmp_path, **kwargs)
     with pytest.raises(DataNotFoundError, match="no task file"):
         RFTConfig(out=tmp_path, tasks_file=tmp_path / "missing.jsonl")
+    (tmp_path / "unfinished").mkdir()
+    for policy, message in (("nosuchpolicy", "policy must be one of embedded, embedded-warmup or an earlier"),
+                            (str(tmp_path / "unfinished"), "is not a finished lwm train rft run .no adapter/"),
+                            (str(tmp_path), "is the run directory itself")):
+        with pytest.raises(ValueError, match=message):
+            RFTConfig(out=tmp_path, policy=policy)
     (tmp_path / "tasks.jsonl").write_text("")
     a, b = (RFTConfig(out=tmp_path, tasks_file=tmp_path / "tasks.jsonl", tasks=n).settings() for n in (32, 5))
     assert a == b and "tasks" not in a   # a task file makes the task set: --tasks does not apply
@@ -173,6 +196,14 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, mon
     assert again.summary == s and again.adapter_gguf == tmp_path / "rft" / "adapter.gguf"
     assert json.loads((tmp_path / "rft" / "rft.json").read_text())["sft_steps"] == 1
     assert (tmp_path / "rft" / "attempts.partial.jsonl").read_text().count("\n") == 4
+    # a second round: the first round's policy attempts, and its adapter is trained further
+    second = train_rft(RFTConfig(**{**config.__dict__, "out": tmp_path / "rft2", "policy": str(tmp_path / "rft")}),
+                       show_progress=False)
+    record = json.loads((tmp_path / "rft2" / "lwm_train.json").read_text())["settings"]
+    assert record["model"] == "embedded"   # what lwm agent eval --policy rft2 applies the adapter to
+    assert Path(record["init_adapter"]) == (tmp_path / "rft" / "adapter").resolve()
+    assert second.summary["settings"]["model"] == str((tmp_path / "rft").resolve())
+    assert second.summary["attempts"] == 4 and second.adapter_gguf and second.adapter_gguf.is_file()
     none = RFTConfig(out=tmp_path / "none", tasks_file=tmp_path / "tasks.jsonl", domains=("terminal",), samples=1,
                      backend="real", threshold=1.0)
     write_task_file(tmp_path / "never.jsonl", [("terminal", never, ())])
