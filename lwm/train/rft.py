@@ -310,9 +310,10 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         "sampling_seconds": round(previous.get("sampling_seconds", 0.0) + report.seconds, 1)}
     write_atomic(config.out / "rft.json", json.dumps(summary, indent=1) + "\n")
     if not rows:
-        raise ValueError(f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}"
-                         f"{', answers well formed' if config.well_formed_only else ''}): nothing to "
-                         f"fine-tune on (counts in {config.out / 'rft.json'})")
+        what = (f"{len(accepted)} of {len(attempts)} attempts were accepted, but none ran a well-formed action"
+                if accepted else f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}"
+                f"{', answers well formed' if config.well_formed_only else ''})")
+        raise ValueError(f"{what}: nothing to fine-tune on (counts in {config.out / 'rft.json'})")
     write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows))
     # the adapter is read beside rft.json: the run may be resumed from another working directory
     finished = config.out / Path(previous["adapter_gguf"]).name if previous.get("adapter_gguf") else None

@@ -5,6 +5,7 @@ real verifier and TRL's real trainer, bad input."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -196,7 +197,11 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, mon
     assert again.summary == s and again.adapter_gguf == tmp_path / "rft" / "adapter.gguf"
     assert json.loads((tmp_path / "rft" / "rft.json").read_text())["sft_steps"] == 1
     assert (tmp_path / "rft" / "attempts.partial.jsonl").read_text().count("\n") == 4
-    # a second round: the first round's policy attempts, and its adapter is trained further
+    # a second round: the first round's policy (loaded with its adapter) attempts, and its adapter is trained
+    # further; the attempts are the first round's, given as the journal of attempts already made (what the
+    # round's model writes at these settings is prose as often as not, and prose is not learned)
+    (tmp_path / "rft2").mkdir()
+    shutil.copy(tmp_path / "rft" / "attempts.partial.jsonl", tmp_path / "rft2" / "attempts.partial.jsonl")
     second = train_rft(RFTConfig(**{**config.__dict__, "out": tmp_path / "rft2", "policy": str(tmp_path / "rft")}),
                        show_progress=False)
     record = json.loads((tmp_path / "rft2" / "lwm_train.json").read_text())["settings"]
