@@ -29,7 +29,7 @@ import json
 import math
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,27 +156,22 @@ def earlier_round(policy: str | Path, out: str | Path) -> Path:
     missing = [f for f in ("adapter/adapter_config.json", "adapter.gguf", "lwm_train.json") if not (run / f).is_file()]
     if missing:
         raise ValueError(f"{run} is not a finished lwm train rft run (no {', '.join(missing)})")
-    model = _base_model(run)
+    from lwm.train.rl import trained_model
+
+    model = trained_model(run)
     if model not in POLICIES:
         raise ValueError(f"{run} trained {model!r}; a next round needs one of {', '.join(POLICIES)}")
     return run
 
 
-def _base_model(run: Path) -> Any:
-    from lwm.train.records import RUN_FILE
-
-    settings = read_json(run / RUN_FILE).get("settings")
-    return settings.get("model", "embedded") if isinstance(settings, dict) else None
-
-
-def _policy(config: RFTConfig, seed: int = 0) -> PolicySpec:
+def _policy(config: RFTConfig) -> PolicySpec:
     """The policy that attempts: a named model, or an earlier round's adapter on its model."""
     if config.policy in POLICIES:
-        return PolicySpec(config.policy, temperature=config.temperature, seed=seed)
+        return PolicySpec(config.policy, temperature=config.temperature)
     from lwm.train.rl import policy_for
 
     name, adapter = policy_for(Path(config.policy))
-    return PolicySpec(name, adapter=adapter, temperature=config.temperature, seed=seed)
+    return PolicySpec(name, adapter=adapter, temperature=config.temperature)
 
 
 def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
@@ -258,14 +253,15 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         JobsFailedError: attempts failed (the first named; run again to retry them).
         RowFormatError: a line of the attempts' journal is not an attempt (file and line).
     """
-    from lwm.train.rl import _export
+    from lwm.train.rl import _export, trained_model
     from lwm.train.sft import TrainConfig, train_sft
 
     t0 = time.monotonic()
     tasks = _tasks(config)
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
     # the models load here, once: a mistyped name fails before the run directory is claimed
-    _policy(config).make(tasks[0][0])
+    policy = _policy(config)
+    policy.make(tasks[0][0])
     for factory in factories.values():
         if factory.model is not None:  # the simulator: its world model and its reward model
             factory.world_model()
@@ -276,9 +272,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
-            policy = _policy(config, seed=config.seed + k)
             eid = f"{domain}/{task.name}/s{k}"
-            items.append((eid, EpisodeJob(factories[domain], policy, task, eid, config.max_turns,
+            items.append((eid, EpisodeJob(factories[domain], replace(policy, seed=config.seed + k), task, eid,
+                                          config.max_turns,
                                           metadata=(("sample", k),))))
     report = run_jobs(items, lambda job: job(), journal=config.out / "attempts.partial.jsonl",
                       description=f"attempts ({config.backend})", progress=show_progress, check=episode_problem)
@@ -323,7 +319,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         return RFTResult(config.out, previous, finished)
     # a next round trains the earlier round's adapter further, on the model it was trained on
     earlier = None if config.policy in POLICIES else Path(config.policy)
-    model = _base_model(earlier) if earlier else config.policy
+    model = trained_model(earlier) if earlier else config.policy
     sft = train_sft(TrainConfig(data=config.out / "data", out=config.out, model=model, lora_r=config.lora_r,
                                 max_steps=config.max_steps, lr=config.lr, batch_size=4, max_length=1024,
                                 save_steps=max(config.max_steps, 1), seed=config.seed, resume=True,

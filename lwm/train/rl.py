@@ -739,6 +739,20 @@ def _export(adapter: Path, model: str) -> tuple[Path | None, str | None]:
         return None, f"{type(e).__name__}: {e}"
 
 
+def trained_model(out: Path) -> Any:
+    """The model a training run's adapter applies to, as its record (``lwm_train.json``)
+    names it (``embedded`` when it names none).
+
+    Raises:
+        DataNotFoundError, RowFormatError: the record is missing or damaged (file and line).
+    """
+    path = Path(out) / RUN_FILE
+    settings = read_json(path).get("settings", {})   # read_json refuses anything but an object
+    if not isinstance(settings, dict):
+        raise RowFormatError(path, 1, "its settings are not a JSON object")
+    return settings.get("model", "embedded")
+
+
 def policy_for(out: Path) -> tuple[str, str | None]:
     """``(policy, adapter)`` for ``lwm agent eval`` of a trained run: the GGUF the adapter
     applies to and ``adapter.gguf``.
@@ -754,16 +768,14 @@ def policy_for(out: Path) -> tuple[str, str | None]:
     gguf = out / "adapter.gguf"
     if not gguf.is_file():
         raise DataNotFoundError(f"{out} has no adapter.gguf (the export failed or the run is unfinished)")
-    settings = read_json(out / RUN_FILE).get("settings", {})
-    if not isinstance(settings, dict):
-        raise RowFormatError(f"{out / RUN_FILE}: its settings are not a JSON object")
     from lwm.models.embedded import named_gguf
 
-    model = settings.get("model", "embedded")
+    model = trained_model(out)
     if model == "embedded" or not isinstance(model, str):  # the bundled model runs under its own name
         return "embedded", str(gguf)
     base = named_gguf(model)  # a shipped adapter merged in (embedded-warmup)
     return (str(base) if base else "embedded"), str(gguf)
 
 
-__all__ = ["AgentRollout", "RLConfig", "RLResult", "agent_tasks", "fidelity_dataset", "policy_for", "train_rl"]
+__all__ = ["AgentRollout", "RLConfig", "RLResult", "agent_tasks", "fidelity_dataset", "policy_for", "train_rl",
+           "trained_model"]

@@ -163,6 +163,13 @@ def test_rft_refuses_bad_settings(tmp_path):
                             (str(tmp_path), "is the run directory itself")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, policy=policy)
+    damaged = tmp_path / "damaged-record"
+    (damaged / "adapter").mkdir(parents=True)
+    for name in ("adapter/adapter_config.json", "adapter.gguf"):
+        (damaged / name).write_text("{}")
+    (damaged / "lwm_train.json").write_text(json.dumps({"settings": 3}))
+    with pytest.raises(RowFormatError, match=r"lwm_train.json:1: its settings are not a JSON object"):
+        RFTConfig(out=tmp_path / "next", policy=str(damaged))
     (tmp_path / "tasks.jsonl").write_text("")
     a, b = (RFTConfig(out=tmp_path, tasks_file=tmp_path / "tasks.jsonl", tasks=n).settings() for n in (32, 5))
     assert a == b and "tasks" not in a   # a task file makes the task set: --tasks does not apply
