@@ -173,6 +173,7 @@ def rft(
     reward: str = option(RFTConfig, "reward"),
     threshold: float = option(RFTConfig, "threshold"),
     well_formed_only: bool = option(RFTConfig, "well_formed_only", "--well-formed-only/--any-answer"),
+    learn_done: bool = option(RFTConfig, "learn_done", "--learn-done/--every-turn"),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr"),
     lora_r: int = option(RFTConfig, "lora_r", min=1),
@@ -185,12 +186,13 @@ def rft(
 
     config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
                   policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
-                  reward=reward, threshold=threshold, well_formed_only=well_formed_only, max_steps=max_steps, lr=lr,
-                  lora_r=lora_r, seed=seed)
+                  reward=reward, threshold=threshold, well_formed_only=well_formed_only, learn_done=learn_done,
+                  max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary
     refused = f", {s['refused_ill_formed']} more paid but ill formed" if s.get("refused_ill_formed") else ""
-    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples{refused}), "
+    early = f", {s['achieved_early']} achieved before their last turn" if s.get("achieved_early") else ""
+    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples{refused}{early}), "
          f"{s['real_steps']} real steps; {s['sft_steps']} SFT steps; wrote {res.adapter_gguf or s['export_error']} "
          f"(lwm agent eval --policy {out})")
 

@@ -41,6 +41,9 @@ from lwm.schema import Message, Trajectory
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 _FIRST_BLOCK = re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL)
 
+#: The answer that ends an episode: the agent says the task is done.
+DONE = "DONE"
+
 AGENT_SYSTEM = """\
 You are an agent that completes tasks in a {domain} environment, one action per turn.
 {tool}
@@ -94,7 +97,7 @@ def read_action(domain: Domain, text: str) -> str | None:
     """The action in an agent's answer (see the module docstring); ``None`` when the agent
     is done (``DONE``, or nothing but reasoning)."""
     answer = action_text(text)
-    if not answer or answer.upper().rstrip(".") == "DONE":
+    if not answer or answer.upper().rstrip(".") == DONE:
         return None
     return domain.tool.to_action(answer)
 
@@ -105,7 +108,7 @@ def well_formed_answer(domain: Domain, text: str) -> bool:
     (:attr:`lwm.domains.AgentTool.well_formed`: a command line on one line, SQL that ends a
     statement, Python that compiles …) and valid in its action format. ``DONE`` is well formed."""
     answer, alone = _answer(text)
-    if answer.upper().rstrip(".") == "DONE":
+    if answer.upper().rstrip(".") == DONE:
         return True
     return bool(answer) and alone and domain.tool.well_formed(answer) and domain.accepts(
         domain.tool.to_action(answer))

@@ -10,17 +10,22 @@ resets that read each task's initial observation (counted in the summary). On ``
 the same with the real environment and verifier: the reference at the same budget.
 
 The prompt of a training example is exactly the agent's prompt in evaluation
-(:func:`lwm.sim.policy.agent_messages`), the completion the answer it wrote.
+(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone. An
+accepted attempt is learned up to the first turn after which the reward already accepts the
+episode so far, and ``DONE`` there: the policy learns to stop once the task is achieved
+(an action after it can undo it).
 
 Output directory (resumable: re-run with the same one)::
 
     attempts.partial.jsonl   the job journal: one trajectory per attempt
     attempts.jsonl           every attempt, with its reward
+    achieved.partial.jsonl   the job journal of the accepted attempts' shorter episodes, judged
     data/train.jsonl         the accepted attempts' well-formed actions as prompt-completion rows
     adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
     lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
     rft.json                 counts: attempts, accepted per domain and family, paid by the reward but
-                             refused as ill formed, real and simulated steps, times
+                             refused as ill formed, achieved before their last turn, real and
+                             simulated steps, times
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import json
 import math
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,8 +49,8 @@ from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.env import DEFAULT_REWARD
-from lwm.sim.policy import PolicySpec, action_text, agent_messages, well_formed_answer
-from lwm.sim.rollout import EpisodeJob
+from lwm.sim.policy import DONE, PolicySpec, action_text, agent_messages, well_formed_answer
+from lwm.sim.rollout import EpisodeJob, play_for_real
 from lwm.train.records import check_lr
 
 POLICIES = ("embedded", "embedded-warmup")
@@ -79,6 +85,12 @@ class RFTConfig:
             can pay prose the simulator silently ran (``docs/results.md``, stage 2), and the
             policy must not learn to write it. Without it an attempt is accepted whatever its
             answers, and only its well-formed actions are learned (:func:`accepted_examples`).
+        learn_done: learn to stop: each accepted attempt is learned up to the first turn after
+            which the reward already accepts the episode so far (the shorter episode judged
+            again: by the reward model on ``sim``, replayed and verified on ``real``), then
+            ``DONE``. Without it every turn is learned and the policy never learns to stop: it
+            acts until ``max_turns``, and a later action can undo what it achieved
+            (``docs/results.md``, session 14).
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.
@@ -98,6 +110,7 @@ class RFTConfig:
     reward: str = DEFAULT_REWARD
     threshold: float = 0.5
     well_formed_only: bool = True
+    learn_done: bool = True
     max_steps: int = 30
     lr: float = 1e-4
     lora_r: int = 16
@@ -207,30 +220,79 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
         not well_formed_only or answers_well_formed(traj))
 
 
-def accepted_examples(attempts: list[Trajectory], threshold: float,
-                      well_formed_only: bool = True) -> list[dict[str, Any]]:
+def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
+                      achieved_after: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn: the agent's
     prompt as evaluation builds it and, as the completion, the action the environment ran
     alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
-    prompt asks), the earlier answers in the prompt written the same way (TRL
+    prompt asks), the earlier answers in its prompt written the same way (TRL
     prompt-completion). A turn whose action is not well formed (prose typed into the shell,
-    ``Output:`` sent to sqlite3 — it may follow the action that achieved the task, the episode
-    going on to its last turn) is not learned; with ``well_formed_only`` there is none."""
+    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none.
+
+    With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
+    :func:`achieved_turns`), an attempt is learned up to that turn, and then ``DONE`` (row id
+    ``<attempt>/done``): the policy learns to stop. An attempt it does not name is learned
+    whole, then ``DONE``."""
     rows = []
     for traj in attempts:
         if not is_accepted(traj, threshold, well_formed_only):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
         said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
+        observations = [t.observation for t in traj.turns]
         spec = domains.get(traj.domain)
-        for i, action in enumerate(said[:len(traj.turns)]):
-            if not well_formed_answer(spec, action):
-                continue
-            prompt = agent_messages(spec, task, traj.initial_observation, said[:i],
-                                    [t.observation for t in traj.turns[:i]])
-            rows.append({"id": f"{traj.id}/turn{i + 1}", "domain": traj.domain, "family": task.family,
-                         "prompt": prompt, "completion": [{"role": "assistant", "content": action}]})
+        last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
+        learned = [(f"turn{i + 1}", i, action) for i, action in enumerate(said[:last])
+                   if well_formed_answer(spec, action)]
+        if achieved_after is not None:
+            learned.append(("done", last, DONE))
+        rows += [{"id": f"{traj.id}/{name}", "domain": traj.domain, "family": task.family,
+                  "prompt": agent_messages(spec, task, traj.initial_observation, said[:turn], observations[:turn]),
+                  "completion": [{"role": "assistant", "content": completion}]} for name, turn, completion in learned]
     return rows
+
+
+def episode_reward(factory: EnvFactory, traj: Trajectory, turns: int) -> tuple[float | None, int]:
+    """The reward of an attempt's first ``turns`` turns alone, judged as the whole attempt
+    was: by the simulator's reward model (``sim``: the same source, from the same start), or
+    played again in a fresh real environment and checked by the real verifier (``real``).
+
+    Returns:
+        the reward (``None``: no verdict) and the real steps it took (the reset and each action
+        on ``real``; none on ``sim``).
+    """
+    task = Task.from_dict(traj.metadata["task_spec"])
+    cut = traj.turns[:turns]
+    if not backend_spec(factory.backend).simulates:
+        return play_for_real(traj.domain, task, [t.action for t in cut]).reward, len(cut) + 1
+    env = factory()
+    env.task = task
+    # what the reward source saw of the whole attempt, less its later turns and its verdict
+    start = {"reward_at_start": traj.metadata["reward_at_start"]} if "reward_at_start" in traj.metadata else {}
+    env.restore(traj.model_copy(update={"turns": cut, "reward": None, "metadata": start}))
+    return env.verify(), 0
+
+
+def achieved_turns(factory: EnvFactory, traj: Trajectory, threshold: float) -> dict[str, Any]:
+    """After how many turns an accepted attempt had achieved its task: the first ``k`` whose
+    episode of ``k`` turns the reward accepts (:func:`episode_reward` at least ``threshold``),
+    else all its turns (the whole attempt was accepted).
+
+    Returns:
+        ``{"turns": k, "rewards": [the rewards of the shorter episodes judged], "real_steps": n}``.
+    """
+    rewards, real_steps = [], 0
+    for k in range(1, len(traj.turns)):
+        reward, steps = episode_reward(factory, traj, k)
+        rewards.append(reward)
+        real_steps += steps
+        if reward is not None and reward >= threshold:
+            return {"turns": k, "rewards": rewards, "real_steps": real_steps}
+    return {"turns": len(traj.turns), "rewards": rewards, "real_steps": real_steps}
+
+
+def _achieved_problem(record: dict[str, Any]) -> str | None:
+    return None if isinstance(record.get("turns"), int) and record["turns"] >= 1 else "no whole number of turns"
 
 
 @dataclass
@@ -250,7 +312,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             attempt was accepted (nothing to learn from; the counts are in ``rft.json``).
         RunMismatchError: ``out`` holds a run with other settings.
         ModelUnavailableError: a model cannot be loaded (before ``out`` is written).
-        JobsFailedError: attempts failed (the first named; run again to retry them).
+        JobsFailedError: attempts, or the judging of their shorter episodes, failed (the first
+            named; run again to retry them).
         RowFormatError: a line of the attempts' journal is not an attempt (file and line).
     """
     from lwm.train.rl import _export, trained_model
@@ -267,8 +330,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             factory.world_model()
             factory.judge()
     config.out.mkdir(parents=True, exist_ok=True)
-    # runs recorded before the well-formed rule learned from every answer the reward paid
-    check_run_settings(config.out / "rft_settings.json", config.settings(), defaults={"well_formed_only": False})
+    # runs recorded before these rules learned every answer the reward paid, and every turn
+    check_run_settings(config.out / "rft_settings.json", config.settings(),
+                       defaults={"well_formed_only": False, "learn_done": False})
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
@@ -286,21 +350,37 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     write_trajectories(config.out / "attempts.jsonl", attempts)
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
     accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
-    rows = accepted_examples(accepted, config.threshold, config.well_formed_only)
+    achieved, judged = None, {}
+    if config.learn_done:  # the accepted attempts of several turns, judged again on their shorter episodes
+        longer = [t for t in accepted if len(t.turns) > 1]
+        found = run_jobs([(t.id, (factories[t.domain], t)) for t in longer],
+                         lambda job: achieved_turns(*job, config.threshold),
+                         journal=config.out / "achieved.partial.jsonl", description="achieved after",
+                         progress=show_progress, check=_achieved_problem)
+        if found.failures:
+            first, reason = next(iter(found.failures.items()))
+            raise JobsFailedError(f"{len(found.failures)} of {len(longer)} shorter episodes could not be judged "
+                                  f"({first}: {reason}); run the same command again to retry them")
+        judged = {r["id"]: r for r in found.ordered([t.id for t in longer])}
+        achieved = {i: r["turns"] for i, r in judged.items()}
+    rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved)
+    learned = {t.id: (achieved or {}).get(t.id, len(t.turns)) for t in accepted}  # turns learned from
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
     simulated = backend_spec(config.backend).all_simulated
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts),
         "accepted": len(accepted), "examples": len(rows),
-        # turns of accepted attempts not learned: their action was not well formed (--any-answer)
-        "turns_ill_formed": sum(len(t.turns) for t in accepted) - len(rows),
+        # accepted attempts whose task was achieved before their last turn: learned up to it, then DONE
+        "achieved_early": sum(1 for t in accepted if learned[t.id] < len(t.turns)),
+        # turns up to it not learned: their action was not well formed (--any-answer)
+        "turns_ill_formed": sum(learned.values()) - sum(1 for r in rows if not r["id"].endswith("/done")),
         # paid by the reward but refused: an answer was prose, or not one action (well_formed_only)
         "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
         "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
         # sim: one real reset per task for its initial observation; real: every step and check
         "real_steps": (len({(d, t.name) for d, t in tasks}) if simulated else
-                       sum(len(t.turns) + 1 for t in attempts)),
+                       sum(len(t.turns) + 1 for t in attempts) + sum(r["real_steps"] for r in judged.values())),
         "simulated_steps": sum(len(t.turns) for t in attempts) if simulated else 0,
         # every invocation's (a resumed run samples only what was left)
         "sampling_seconds": round(previous.get("sampling_seconds", 0.0) + report.seconds, 1)}

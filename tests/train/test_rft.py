@@ -5,6 +5,7 @@ real verifier and TRL's real trainer, bad input."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -18,10 +19,20 @@ from lwm.domains.tasks import families, read_task_file, write_task_file
 from lwm.domains.terminal.spec import keys
 from lwm.envs.base import Check, Task
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
+from lwm.models.base import FunctionChatModel
 from lwm.schema import Provenance, Trajectory, Turn
+from lwm.sim.backends import EnvFactory, task_env_factory
 from lwm.sim.policy import agent_messages
 from lwm.train.curriculum import choose, family_table, write_curriculum
-from lwm.train.rft import RFTConfig, accepted_examples, answers_well_formed, is_accepted, train_rft
+from lwm.train.rft import (
+    RFTConfig,
+    accepted_examples,
+    achieved_turns,
+    answers_well_formed,
+    episode_reward,
+    is_accepted,
+    train_rft,
+)
 
 
 def _rate(successes, n):
@@ -90,6 +101,82 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     assert accepted_examples([fenced], threshold=0.5) == rows   # the fence is not part of the action
     spec = domains.get("terminal")
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
+
+
+def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done():
+    task, _ = families("terminal")[1].generate(0)
+    prov = Provenance(kind="simulated")
+    turns = [Turn(index=i + 1, action=keys(a + "\n"), observation=f"root@sandbox:/app# {a}", provenance=prov)
+             for i, a in enumerate(["echo x > y", "rm y", "ls"])]
+    early = Trajectory(id="terminal/t/s0", domain="terminal", task=task.instruction, system_prompt="",
+                       initial_observation="root@sandbox:/app#", turns=turns, reward=0.8,
+                       metadata={"task_spec": task.to_dict(), "agent_answers": ["echo x > y", "rm y", "ls"]})
+    whole = early.model_copy(update={"id": "terminal/t/s1"})
+    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1})
+    assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [
+        ("terminal/t/s0/turn1", "echo x > y"), ("terminal/t/s0/done", "DONE"),   # the undoing `rm y` is not learned
+        ("terminal/t/s1/turn1", "echo x > y"), ("terminal/t/s1/turn2", "rm y"), ("terminal/t/s1/turn3", "ls"),
+        ("terminal/t/s1/done", "DONE")]   # not named: learned whole, then DONE
+    spec = domains.get("terminal")
+    assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["echo x > y"],
+                                               ["root@sandbox:/app# echo x > y"])
+    assert rows[-1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["echo x > y", "rm y", "ls"],
+                                                [t.observation for t in turns])
+    # without it, every turn and no DONE (the rule of runs recorded before it)
+    assert [r["id"] for r in accepted_examples([early], 0.5)] == [f"terminal/t/s0/turn{i}" for i in (1, 2, 3)]
+
+
+def _db_attempt(family: str, actions: list[str]) -> Trajectory:
+    task, _ = next(f for f in families("db") if f.name == family).generate(0)
+    prov = Provenance(kind="simulated")
+    return Trajectory(id=f"db/{task.name}/s0", domain="db", task=task.instruction, system_prompt="",
+                      initial_observation="", reward=1.0,
+                      turns=[Turn(index=i + 1, action=a, observation="", provenance=prov) for i, a in enumerate(actions)],
+                      metadata={"task_spec": task.to_dict(), "agent_answers": actions})
+
+
+def test_the_turn_that_achieved_the_task_is_found_by_replaying_shorter_episodes_for_real():
+    real = task_env_factory("db", "real")
+    # the first action achieves it; the second undoes it (what the policy learned to do on held-out tasks)
+    undone = _db_attempt("delete-rows", ["DELETE FROM tasks WHERE status = 'done';", "DELETE FROM tasks;"])
+    assert episode_reward(real, undone, 1) == (1.0, 2) and episode_reward(real, undone, 2) == (0.0, 3)
+    assert achieved_turns(real, undone, 0.5) == {"turns": 1, "rewards": [1.0], "real_steps": 2}
+    # two steps needed: the first alone achieves nothing, so the whole attempt is learned
+    task, solution = next(f for f in families("db") if f.name == "add-column").generate(0)
+    both = _db_attempt("add-column", [*solution])
+    assert achieved_turns(real, both, 0.5) == {"turns": 2, "rewards": [0.0], "real_steps": 2}
+    # one turn: nothing shorter to judge
+    assert achieved_turns(real, _db_attempt("delete-rows", ["SELECT 1;"]), 0.5) == {
+        "turns": 1, "rewards": [], "real_steps": 0}
+
+
+class _Judge(FunctionChatModel):
+    """A reward model that says P(achieved) = 0.9 and records what it was shown (a fake: the
+    wiring is under test, not the verdict, which tests/eval/test_rewards.py measures)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda m: "never asked", name="judge")
+        self.shown: list[str] = []
+
+    async def answer_logprobs(self, messages, answers):
+        self.shown.append("\n".join(m["content"] for m in messages))
+        return [math.log(0.9), math.log(0.1)]
+
+
+def test_on_the_simulator_the_reward_model_judges_the_shorter_episode_alone():
+    judge = _Judge()
+    sim = EnvFactory("db", "sim", model=FunctionChatModel(lambda m: "never asked"), reward_model=judge)
+    undone = _db_attempt("delete-rows", ["DELETE FROM tasks WHERE status = 'done';", "DELETE FROM tasks;"])
+    reward, real_steps = episode_reward(sim, undone, 1)
+    assert reward == pytest.approx(0.9) and real_steps == 0
+    assert "status = 'done'" in judge.shown[0] and "DELETE FROM tasks;" not in judge.shown[0]   # not the later turn
+    assert achieved_turns(sim, undone, 0.5) == {"turns": 1, "rewards": [pytest.approx(0.9)], "real_steps": 0}
+    assert achieved_turns(sim, undone, 0.95)["turns"] == 2   # never accepted shorter: learned whole
+    # the real start's own verdict, as in the simulator: a first action that ran nothing keeps it
+    certain = undone.model_copy(update={"metadata": {**undone.metadata, "reward_at_start": 0.0}, "turns": [
+        undone.turns[0].model_copy(update={"action": "", "provenance": Provenance(kind="simulated", source="db/certain")}),
+        undone.turns[1]]})
+    assert episode_reward(sim, certain, 1) == (0.0, 0) and len(judge.shown) == 3
 
 
 def test_prose_the_reward_model_paid_is_refused_unless_any_answer_is_asked():
@@ -197,6 +284,7 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, mon
                                   (tmp_path / "rft" / "attempts.jsonl").read_text().splitlines())
     rows = [json.loads(line) for line in (tmp_path / "rft" / "data" / "train.jsonl").read_text().splitlines()]
     assert rows and all(r["family"] == "always" for r in rows)
+    assert [r["completion"][0]["content"] for r in rows if r["id"].endswith("/done")] == ["DONE", "DONE"]
     assert res.adapter_gguf is not None and res.adapter_gguf.is_file() and s["sft_steps"] == 1
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")   # resumed from another directory: finished, nothing played twice
