@@ -10,26 +10,27 @@ resets that read each task's initial observation (counted in the summary). On ``
 the same with the real environment and verifier: the reference at the same budget.
 
 The prompt of a training example is exactly the agent's prompt in evaluation
-(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone. An
-accepted attempt is learned up to the first turn after which the reward already accepts the
-episode so far, and ``DONE`` there: the policy learns to stop once the task is achieved
-(an action after it can undo it).
+(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone. With
+``learn_done`` (the default) an accepted attempt is learned up to the first turn after which
+the reward already accepts the episode so far, and then ``DONE``: the policy learns to stop
+once the task is achieved (an action after it can undo it).
 
 Output directory (resumable: re-run with the same one)::
 
     attempts.partial.jsonl   the job journal: one trajectory per attempt
     attempts.jsonl           every attempt, with its reward
     achieved.partial.jsonl   the job journal of the accepted attempts' shorter episodes, judged
-    data/train.jsonl         the accepted attempts' well-formed actions as prompt-completion rows
+    data/train.jsonl         the accepted attempts' well-formed actions (and DONE) as prompt-completion rows
     adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
     lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
     rft.json                 counts: attempts, accepted per domain and family, paid by the reward but
-                             refused as ill formed, achieved before their last turn, real and
-                             simulated steps, times
+                             refused as ill formed, achieved before their last turn, shorter
+                             episodes judged, real and simulated steps, times
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -43,7 +44,7 @@ from lwm import domains
 from lwm.domains.tasks import read_task_file, refuse_heldout, task_file_digest, task_set
 from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, JobsFailedError
-from lwm.jobs import run_jobs
+from lwm.jobs import JobReport, run_jobs
 from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
@@ -134,6 +135,8 @@ class RFTConfig:
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise ValueError(f"temperature must be a finite number ≥ 0, got {self.temperature}")
         check_lr(self.lr)
+        if self.out.exists() and not self.out.is_dir():
+            raise FileExistsError(f"--out {self.out} is a file, not a directory")
         if self.tasks_file is not None and not Path(self.tasks_file).is_file():
             raise DataNotFoundError(f"no task file {self.tasks_file}")
 
@@ -150,6 +153,11 @@ class RFTConfig:
             for k in ("world_model", "reward"):
                 d.pop(k)
         return d
+
+
+#: What runs recorded before these settings existed did: they learned every answer the reward
+#: paid, and every turn.
+_BEFORE_RULES = {"well_formed_only": False, "learn_done": False}
 
 
 def earlier_round(policy: str | Path, out: str | Path) -> Path:
@@ -222,29 +230,31 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
                       achieved_after: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
-    """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn: the agent's
-    prompt as evaluation builds it and, as the completion, the action the environment ran
-    alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
+    """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
+    agent's prompt as evaluation builds it and, as the completion, the action the environment
+    ran alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
     prompt asks), the earlier answers in its prompt written the same way (TRL
     prompt-completion). A turn whose action is not well formed (prose typed into the shell,
-    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none.
+    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none. An
+    attempt whose answers were not recorded (fewer than its turns) is not learned.
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
     :func:`achieved_turns`), an attempt is learned up to that turn, and then ``DONE`` (row id
     ``<attempt>/done``): the policy learns to stop. An attempt it does not name is learned
-    whole, then ``DONE``."""
+    whole, then ``DONE``. No ``DONE`` follows an attempt none of whose actions was learned, nor
+    an action that itself ended the episode (the agent is not asked again)."""
     rows = []
     for traj in attempts:
-        if not is_accepted(traj, threshold, well_formed_only):
+        said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
+        if not is_accepted(traj, threshold, well_formed_only) or len(said) < len(traj.turns):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
-        said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
         observations = [t.observation for t in traj.turns]
         spec = domains.get(traj.domain)
         last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
         learned = [(f"turn{i + 1}", i, action) for i, action in enumerate(said[:last])
                    if well_formed_answer(spec, action)]
-        if achieved_after is not None:
+        if achieved_after is not None and learned and not spec.ends_episode(traj.turns[last - 1].action):
             learned.append(("done", last, DONE))
         rows += [{"id": f"{traj.id}/{name}", "domain": traj.domain, "family": task.family,
                   "prompt": agent_messages(spec, task, traj.initial_observation, said[:turn], observations[:turn]),
@@ -295,6 +305,18 @@ def _achieved_problem(record: dict[str, Any]) -> str | None:
     return None if isinstance(record.get("turns"), int) and record["turns"] >= 1 else "no whole number of turns"
 
 
+def _judged_id(traj: Trajectory) -> str:
+    # the attempt's id and what it did: an attempt sampled again under its id is judged again
+    return f"{traj.id}#{hashlib.sha256(json.dumps([t.action for t in traj.turns]).encode()).hexdigest()[:12]}"
+
+
+def _refuse_failures(report: JobReport, what: str, total: int) -> None:
+    if report.failures:  # learning from the rest would change what the run learns from on a retry
+        first, reason = next(iter(report.failures.items()))
+        raise JobsFailedError(f"{len(report.failures)} of {total} {what} failed ({first}: {reason}); run the same "
+                              "command again to retry them")
+
+
 @dataclass
 class RFTResult:
     """What ``lwm train rft`` did: where, its counts (``rft.json``), the adapter (GGUF)."""
@@ -320,6 +342,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     from lwm.train.sft import TrainConfig, train_sft
 
     t0 = time.monotonic()
+    settings = config.out / "rft_settings.json"
+    if settings.is_file():  # a resume with other settings is refused before any model loads
+        check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
     tasks = _tasks(config)
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
     # the models load here, once: a mistyped name fails before the run directory is claimed
@@ -330,9 +355,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             factory.world_model()
             factory.judge()
     config.out.mkdir(parents=True, exist_ok=True)
-    # runs recorded before these rules learned every answer the reward paid, and every turn
-    check_run_settings(config.out / "rft_settings.json", config.settings(),
-                       defaults={"well_formed_only": False, "learn_done": False})
+    check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
@@ -342,43 +365,42 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
                                           metadata=(("sample", k),))))
     report = run_jobs(items, lambda job: job(), journal=config.out / "attempts.partial.jsonl",
                       description=f"attempts ({config.backend})", progress=show_progress, check=episode_problem)
-    if report.failures:  # learning from the rest would change what the run learns from on a retry
-        first, reason = next(iter(report.failures.items()))
-        raise JobsFailedError(f"{len(report.failures)} of {len(items)} attempts failed ({first}: {reason}); run the "
-                           "same command again to retry them")
+    _refuse_failures(report, "attempts", len(items))
     attempts = [Trajectory.model_validate(r) for r in report.ordered([eid for eid, _ in items])]
     write_trajectories(config.out / "attempts.jsonl", attempts)
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
     accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
-    achieved, judged = None, {}
+    achieved, judged, judging = None, {}, None
     if config.learn_done:  # the accepted attempts of several turns, judged again on their shorter episodes
-        longer = [t for t in accepted if len(t.turns) > 1]
-        found = run_jobs([(t.id, (factories[t.domain], t)) for t in longer],
-                         lambda job: achieved_turns(*job, config.threshold),
-                         journal=config.out / "achieved.partial.jsonl", description="achieved after",
-                         progress=show_progress, check=_achieved_problem)
-        if found.failures:
-            first, reason = next(iter(found.failures.items()))
-            raise JobsFailedError(f"{len(found.failures)} of {len(longer)} shorter episodes could not be judged "
-                                  f"({first}: {reason}); run the same command again to retry them")
-        judged = {r["id"]: r for r in found.ordered([t.id for t in longer])}
+        longer = {_judged_id(t): t for t in accepted if len(t.turns) > 1}
+        judging = run_jobs([(i, (factories[t.domain], t)) for i, t in longer.items()],
+                           lambda job: achieved_turns(*job, config.threshold),
+                           journal=config.out / "achieved.partial.jsonl", description="achieved after",
+                           progress=show_progress, check=_achieved_problem)
+        _refuse_failures(judging, "shorter episodes' judgements", len(longer))
+        judged = {longer[r["id"]].id: r for r in judging.ordered(list(longer))}
         achieved = {i: r["turns"] for i, r in judged.items()}
     rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved)
     learned = {t.id: (achieved or {}).get(t.id, len(t.turns)) for t in accepted}  # turns learned from
+    done = sum(1 for r in rows if r["id"].endswith("/done"))
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
     simulated = backend_spec(config.backend).all_simulated
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts),
-        "accepted": len(accepted), "examples": len(rows),
+        "accepted": len(accepted), "examples": len(rows), "done_examples": done,
         # accepted attempts whose task was achieved before their last turn: learned up to it, then DONE
         "achieved_early": sum(1 for t in accepted if learned[t.id] < len(t.turns)),
-        # turns up to it not learned: their action was not well formed (--any-answer)
-        "turns_ill_formed": sum(learned.values()) - sum(1 for r in rows if not r["id"].endswith("/done")),
+        # the shorter episodes judged to find it, and the time it took (every invocation's)
+        "shorter_episodes_judged": sum(len(r["rewards"]) for r in judged.values()),
+        "judging_seconds": round(previous.get("judging_seconds", 0.0) + (judging.seconds if judging else 0.0), 1),
+        # turns learned from whose action was not well formed, so not learned (--any-answer)
+        "turns_ill_formed": sum(learned.values()) - (len(rows) - done),
         # paid by the reward but refused: an answer was prose, or not one action (well_formed_only)
         "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
         "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
-        # sim: one real reset per task for its initial observation; real: every step and check
+        # sim: one real reset per task for its initial observation; real: every step and check, and
+        # every step of the shorter episodes replayed
         "real_steps": (len({(d, t.name) for d, t in tasks}) if simulated else
                        sum(len(t.turns) + 1 for t in attempts) + sum(r["real_steps"] for r in judged.values())),
         "simulated_steps": sum(len(t.turns) for t in attempts) if simulated else 0,

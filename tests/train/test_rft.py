@@ -124,6 +124,14 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
                                                 [t.observation for t in turns])
     # without it, every turn and no DONE (the rule of runs recorded before it)
     assert [r["id"] for r in accepted_examples([early], 0.5)] == [f"terminal/t/s0/turn{i}" for i in (1, 2, 3)]
+    # no DONE after nothing learned (prose alone), nor after an action that ended the episode itself
+    prose = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["I would write y."] * 3}})
+    assert accepted_examples([prose], 0.5, well_formed_only=False, achieved_after={"terminal/t/s0": 1}) == []
+    quit_ = early.model_copy(update={"turns": [turns[0].model_copy(update={"action": "[]"})]})
+    assert [r["id"] for r in accepted_examples([quit_], 0.5, achieved_after={})] == ["terminal/t/s0/turn1"]
+    # answers not recorded for every turn: what the agent saw is unknown, so nothing is learned
+    unrecorded = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["echo x > y"]}})
+    assert accepted_examples([unrecorded], 0.5, achieved_after={}) == []
 
 
 def _db_attempt(family: str, actions: list[str]) -> Trajectory:
@@ -145,6 +153,11 @@ def test_the_turn_that_achieved_the_task_is_found_by_replaying_shorter_episodes_
     task, solution = next(f for f in families("db") if f.name == "add-column").generate(0)
     both = _db_attempt("add-column", [*solution])
     assert achieved_turns(real, both, 0.5) == {"turns": 2, "rewards": [0.0], "real_steps": 2}
+    # the judging journal names an attempt by what it did: one sampled again under its id is judged again
+    from lwm.train.rft import _judged_id
+
+    again = undone.model_copy(update={"turns": [undone.turns[1], undone.turns[0]]})
+    assert _judged_id(undone) != _judged_id(again) and _judged_id(undone) == _judged_id(undone.model_copy())
     # one turn: nothing shorter to judge
     assert achieved_turns(real, _db_attempt("delete-rows", ["SELECT 1;"]), 0.5) == {
         "turns": 1, "rewards": [], "real_steps": 0}
@@ -238,7 +251,8 @@ def test_rft_refuses_held_out_tasks_a_mistyped_model_and_a_damaged_journal(tmp_p
 def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
                             ({"temperature": float("inf")}, "temperature must be a finite"),
-                            ({"lr": float("nan")}, "lr must be a finite"), ({"lr": 0.0}, "lr must be"),
+                            ({"lr": float("nan")}, r"lr must be a number in \(0, 1\]"), ({"lr": 0.0}, "lr must be"),
+                            ({"lr": 10.0}, "lr must be"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
@@ -257,9 +271,31 @@ def test_rft_refuses_bad_settings(tmp_path):
     (damaged / "lwm_train.json").write_text(json.dumps({"settings": 3}))
     with pytest.raises(RowFormatError, match=r"lwm_train.json:1: its settings are not a JSON object"):
         RFTConfig(out=tmp_path / "next", policy=str(damaged))
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(FileExistsError, match="is a file, not a directory"):
+        RFTConfig(out=tmp_path / "afile")
     (tmp_path / "tasks.jsonl").write_text("")
     a, b = (RFTConfig(out=tmp_path, tasks_file=tmp_path / "tasks.jsonl", tasks=n).settings() for n in (32, 5))
     assert a == b and "tasks" not in a   # a task file makes the task set: --tasks does not apply
+
+
+def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path, monkeypatch):
+    from lwm.errors import RunMismatchError
+    from lwm.train import rft
+
+    task, _ = next(f for f in families("db") if f.name == "insert-row").generate(0)
+    write_task_file(tmp_path / "t.jsonl", [("db", task, ())])
+    config = RFTConfig(out=tmp_path / "run", tasks_file=tmp_path / "t.jsonl", backend="real")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**config.settings(), "learn_done": False}))
+    monkeypatch.setattr(rft, "_policy", lambda c: pytest.fail("a model was loaded"))
+    with pytest.raises(RunMismatchError, match="learn_done: started with False, now True"):
+        train_rft(config, show_progress=False)
+    # a run recorded before the setting existed learned every turn: resumed as such
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps(
+        {k: v for k, v in config.settings().items() if k != "learn_done"}))
+    with pytest.raises(RunMismatchError, match="learn_done"):
+        train_rft(config, show_progress=False)
 
 
 @needs_sandbox
