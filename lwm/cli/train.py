@@ -173,7 +173,7 @@ def rft(
     reward: str = option(RFTConfig, "reward"),
     threshold: float = option(RFTConfig, "threshold"),
     well_formed_only: bool = option(RFTConfig, "well_formed_only", "--well-formed-only/--any-answer"),
-    learn_done: bool = option(RFTConfig, "learn_done", "--learn-done/--every-turn"),
+    learn: str = option(RFTConfig, "learn"),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr"),
     lora_r: int = option(RFTConfig, "lora_r", min=1),
@@ -186,7 +186,7 @@ def rft(
 
     config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
                   policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
-                  reward=reward, threshold=threshold, well_formed_only=well_formed_only, learn_done=learn_done,
+                  reward=reward, threshold=threshold, well_formed_only=well_formed_only, learn=learn,
                   max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary

@@ -10,10 +10,9 @@ resets that read each task's initial observation (counted in the summary). On ``
 the same with the real environment and verifier: the reference at the same budget.
 
 The prompt of a training example is exactly the agent's prompt in evaluation
-(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone. With
-``learn_done`` (the default) an accepted attempt is learned up to the first turn after which
-the reward already accepts the episode so far, and then ``DONE``: the policy learns to stop
-once the task is achieved (an action after it can undo it).
+(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone: every
+turn of an accepted attempt, or (``learn``, :data:`LEARN`) only the turns up to the first after
+which the reward already accepts the episode so far, and optionally ``DONE`` there.
 
 Output directory (resumable: re-run with the same one)::
 
@@ -56,6 +55,12 @@ from lwm.train.records import check_lr
 
 POLICIES = ("embedded", "embedded-warmup")
 
+#: What is learned of an accepted attempt (:func:`accepted_examples`): ``every-turn``;
+#: ``until-achieved``, its turns up to the first after which the reward already accepts the
+#: episode so far (:func:`achieved_turns`; a later action can undo what it achieved);
+#: ``until-achieved-then-done``, those and then ``DONE`` (the policy learns to stop).
+LEARN = ("every-turn", "until-achieved", "until-achieved-then-done")
+
 
 @dataclass
 class RFTConfig:
@@ -86,12 +91,13 @@ class RFTConfig:
             can pay prose the simulator silently ran (``docs/results.md``, stage 2), and the
             policy must not learn to write it. Without it an attempt is accepted whatever its
             answers, and only its well-formed actions are learned (:func:`accepted_examples`).
-        learn_done: learn to stop: each accepted attempt is learned up to the first turn after
-            which the reward already accepts the episode so far (the shorter episode judged
-            again: by the reward model on ``sim``, replayed and verified on ``real``), then
-            ``DONE``. Without it every turn is learned and the policy never learns to stop: it
-            acts until ``max_turns``, and a later action can undo what it achieved
-            (``docs/results.md``, session 14).
+        learn: what is learned of an accepted attempt: ``every-turn``; ``until-achieved``, its
+            turns up to the first after which the reward already accepts the episode so far
+            (the shorter episodes judged again: by the reward model on ``sim``, replayed and
+            verified on ``real``); or ``until-achieved-then-done``, those and then ``DONE``.
+            Measured (``docs/results.md``, session 14): at a lenient threshold the reward model
+            accepts shorter episodes that achieved nothing, and the ``DONE`` rows taught a
+            policy to answer ``DONE`` before acting on families it was not trained on.
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.
@@ -111,7 +117,7 @@ class RFTConfig:
     reward: str = DEFAULT_REWARD
     threshold: float = 0.5
     well_formed_only: bool = True
-    learn_done: bool = True
+    learn: str = "every-turn"
     max_steps: int = 30
     lr: float = 1e-4
     lora_r: int = 16
@@ -125,6 +131,8 @@ class RFTConfig:
         if self.policy not in POLICIES:
             self.policy = str(earlier_round(self.policy, self.out).resolve())
         backend_spec(self.backend, allowed=TASK_BACKENDS)
+        if self.learn not in LEARN:
+            raise ValueError(f"learn must be one of {', '.join(LEARN)}, not {self.learn!r}")
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
         for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):
@@ -157,7 +165,7 @@ class RFTConfig:
 
 #: What runs recorded before these settings existed did: they learned every answer the reward
 #: paid, and every turn.
-_BEFORE_RULES = {"well_formed_only": False, "learn_done": False}
+_BEFORE_RULES = {"well_formed_only": False, "learn": "every-turn"}
 
 
 def earlier_round(policy: str | Path, out: str | Path) -> Path:
@@ -229,7 +237,7 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
-                      achieved_after: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+                      achieved_after: Mapping[str, int] | None = None, done: bool = False) -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
     agent's prompt as evaluation builds it and, as the completion, the action the environment
     ran alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
@@ -239,10 +247,10 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
     attempt whose answers were not recorded (fewer than its turns) is not learned.
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
-    :func:`achieved_turns`), an attempt is learned up to that turn, and then ``DONE`` (row id
-    ``<attempt>/done``): the policy learns to stop. An attempt it does not name is learned
-    whole, then ``DONE``. No ``DONE`` follows an attempt none of whose actions was learned, nor
-    an action that itself ended the episode (the agent is not asked again)."""
+    :func:`achieved_turns`), an attempt is learned up to that turn (one it does not name,
+    whole). With ``done``, ``DONE`` follows the turns learned (row id ``<attempt>/done``): the
+    policy learns to stop — unless none of its actions was learned, or the last one ended the
+    episode itself (the agent is not asked again)."""
     rows = []
     for traj in attempts:
         said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
@@ -254,7 +262,7 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
         last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
         learned = [(f"turn{i + 1}", i, action) for i, action in enumerate(said[:last])
                    if well_formed_answer(spec, action)]
-        if achieved_after is not None and learned and not spec.ends_episode(traj.turns[last - 1].action):
+        if done and learned and not spec.ends_episode(traj.turns[last - 1].action):
             learned.append(("done", last, DONE))
         rows += [{"id": f"{traj.id}/{name}", "domain": traj.domain, "family": task.family,
                   "prompt": agent_messages(spec, task, traj.initial_observation, said[:turn], observations[:turn]),
@@ -371,7 +379,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     previous = read_json(config.out / "rft.json") if (config.out / "rft.json").is_file() else {}
     accepted = [t for t in attempts if is_accepted(t, config.threshold, config.well_formed_only)]
     achieved, judged, judging = None, {}, None
-    if config.learn_done:  # the accepted attempts of several turns, judged again on their shorter episodes
+    if config.learn != "every-turn":  # accepted attempts of several turns: their shorter episodes judged again
         longer = {_judged_id(t): t for t in accepted if len(t.turns) > 1}
         judging = run_jobs([(i, (factories[t.domain], t)) for i, t in longer.items()],
                            lambda job: achieved_turns(*job, config.threshold),
@@ -380,7 +388,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         _refuse_failures(judging, "shorter episodes' judgements", len(longer))
         judged = {longer[r["id"]].id: r for r in judging.ordered(list(longer))}
         achieved = {i: r["turns"] for i, r in judged.items()}
-    rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved)
+    rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved,
+                             done=config.learn.endswith("-then-done"))
     learned = {t.id: (achieved or {}).get(t.id, len(t.turns)) for t in accepted}  # turns learned from
     done = sum(1 for r in rows if r["id"].endswith("/done"))
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
@@ -388,7 +397,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts),
         "accepted": len(accepted), "examples": len(rows), "done_examples": done,
-        # accepted attempts whose task was achieved before their last turn: learned up to it, then DONE
+        # accepted attempts whose task was achieved before their last turn: learned up to it
         "achieved_early": sum(1 for t in accepted if learned[t.id] < len(t.turns)),
         # the shorter episodes judged to find it, and the time it took (every invocation's)
         "shorter_episodes_judged": sum(len(r["rewards"]) for r in judged.values()),

@@ -112,7 +112,7 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
                        initial_observation="root@sandbox:/app#", turns=turns, reward=0.8,
                        metadata={"task_spec": task.to_dict(), "agent_answers": ["echo x > y", "rm y", "ls"]})
     whole = early.model_copy(update={"id": "terminal/t/s1"})
-    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1})
+    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1}, done=True)
     assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [
         ("terminal/t/s0/turn1", "echo x > y"), ("terminal/t/s0/done", "DONE"),   # the undoing `rm y` is not learned
         ("terminal/t/s1/turn1", "echo x > y"), ("terminal/t/s1/turn2", "rm y"), ("terminal/t/s1/turn3", "ls"),
@@ -122,16 +122,18 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
                                                ["root@sandbox:/app# echo x > y"])
     assert rows[-1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["echo x > y", "rm y", "ls"],
                                                 [t.observation for t in turns])
-    # without it, every turn and no DONE (the rule of runs recorded before it)
+    # until achieved, without DONE; and every turn (the default, and the rule of runs recorded before it)
+    assert [r["id"] for r in accepted_examples([early], 0.5, achieved_after={"terminal/t/s0": 1})] == [
+        "terminal/t/s0/turn1"]
     assert [r["id"] for r in accepted_examples([early], 0.5)] == [f"terminal/t/s0/turn{i}" for i in (1, 2, 3)]
     # no DONE after nothing learned (prose alone), nor after an action that ended the episode itself
     prose = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["I would write y."] * 3}})
-    assert accepted_examples([prose], 0.5, well_formed_only=False, achieved_after={"terminal/t/s0": 1}) == []
+    assert accepted_examples([prose], 0.5, well_formed_only=False, achieved_after={"terminal/t/s0": 1}, done=True) == []
     quit_ = early.model_copy(update={"turns": [turns[0].model_copy(update={"action": "[]"})]})
-    assert [r["id"] for r in accepted_examples([quit_], 0.5, achieved_after={})] == ["terminal/t/s0/turn1"]
+    assert [r["id"] for r in accepted_examples([quit_], 0.5, done=True)] == ["terminal/t/s0/turn1"]
     # answers not recorded for every turn: what the agent saw is unknown, so nothing is learned
     unrecorded = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["echo x > y"]}})
-    assert accepted_examples([unrecorded], 0.5, achieved_after={}) == []
+    assert accepted_examples([unrecorded], 0.5, done=True) == []
 
 
 def _db_attempt(family: str, actions: list[str]) -> Trajectory:
@@ -252,7 +254,7 @@ def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
                             ({"temperature": float("inf")}, "temperature must be a finite"),
                             ({"lr": float("nan")}, r"lr must be a number in \(0, 1\]"), ({"lr": 0.0}, "lr must be"),
-                            ({"lr": 10.0}, "lr must be"),
+                            ({"lr": 10.0}, "lr must be"), ({"learn": "done"}, "learn must be one of every-turn"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
@@ -287,15 +289,15 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
     write_task_file(tmp_path / "t.jsonl", [("db", task, ())])
     config = RFTConfig(out=tmp_path / "run", tasks_file=tmp_path / "t.jsonl", backend="real")
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**config.settings(), "learn_done": False}))
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**config.settings(), "learn": "until-achieved"}))
     monkeypatch.setattr(rft, "_policy", lambda c: pytest.fail("a model was loaded"))
-    with pytest.raises(RunMismatchError, match="learn_done: started with False, now True"):
+    with pytest.raises(RunMismatchError, match="learn: started with 'until-achieved', now 'every-turn'"):
         train_rft(config, show_progress=False)
     # a run recorded before the setting existed learned every turn: resumed as such
     (tmp_path / "run" / "rft_settings.json").write_text(json.dumps(
-        {k: v for k, v in config.settings().items() if k != "learn_done"}))
-    with pytest.raises(RunMismatchError, match="learn_done"):
-        train_rft(config, show_progress=False)
+        {k: v for k, v in config.settings().items() if k != "learn"}))
+    with pytest.raises(RunMismatchError, match="learn"):
+        train_rft(RFTConfig(**{**config.__dict__, "learn": "until-achieved"}), show_progress=False)
 
 
 @needs_sandbox
@@ -320,7 +322,6 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, mon
                                   (tmp_path / "rft" / "attempts.jsonl").read_text().splitlines())
     rows = [json.loads(line) for line in (tmp_path / "rft" / "data" / "train.jsonl").read_text().splitlines()]
     assert rows and all(r["family"] == "always" for r in rows)
-    assert [r["completion"][0]["content"] for r in rows if r["id"].endswith("/done")] == ["DONE", "DONE"]
     assert res.adapter_gguf is not None and res.adapter_gguf.is_file() and s["sft_steps"] == 1
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")   # resumed from another directory: finished, nothing played twice
