@@ -254,7 +254,7 @@ def test_rft_refuses_bad_settings(tmp_path):
     for kwargs, message in (({"samples": 0}, "samples must be at least 1"), ({"reward": "oracle"}, "unknown reward"),
                             ({"temperature": float("inf")}, "temperature must be a finite"),
                             ({"lr": float("nan")}, r"lr must be a number in \(0, 1\]"), ({"lr": 0.0}, "lr must be"),
-                            ({"lr": 10.0}, "lr must be"), ({"learn": "done"}, "learn must be one of every-turn"),
+                            ({"lr": 10.0}, "lr must be"), ({"learn": "done"}, "learn must be one of until-achieved"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
@@ -289,15 +289,16 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
     write_task_file(tmp_path / "t.jsonl", [("db", task, ())])
     config = RFTConfig(out=tmp_path / "run", tasks_file=tmp_path / "t.jsonl", backend="real")
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**config.settings(), "learn": "until-achieved"}))
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**config.settings(), "learn": "every-turn"}))
     monkeypatch.setattr(rft, "_policy", lambda c: pytest.fail("a model was loaded"))
-    with pytest.raises(RunMismatchError, match="learn: started with 'until-achieved', now 'every-turn'"):
+    monkeypatch.setattr(rft, "_factory", lambda c, d: pytest.fail("a model was loaded"))
+    with pytest.raises(RunMismatchError, match="learn: started with 'every-turn', now 'until-achieved'"):
         train_rft(config, show_progress=False)
-    # a run recorded before the setting existed learned every turn: resumed as such
+    # a run recorded before the setting existed learned every turn: resumed with the default, refused
     (tmp_path / "run" / "rft_settings.json").write_text(json.dumps(
         {k: v for k, v in config.settings().items() if k != "learn"}))
     with pytest.raises(RunMismatchError, match="learn"):
-        train_rft(RFTConfig(**{**config.__dict__, "learn": "until-achieved"}), show_progress=False)
+        train_rft(config, show_progress=False)
 
 
 @needs_sandbox
