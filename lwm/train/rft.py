@@ -140,6 +140,8 @@ class RFTConfig:
         for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.seed <= 2**31 - self.samples:  # llama.cpp's seeds are 32-bit; 2**32 - 1 means "random"
+            raise ValueError(f"seed must be in [0, 2**31 - samples], got {self.seed}")
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):

@@ -255,6 +255,7 @@ def test_rft_refuses_bad_settings(tmp_path):
                             ({"temperature": float("inf")}, "temperature must be a finite"),
                             ({"lr": float("nan")}, r"lr must be a number in \(0, 1\]"), ({"lr": 0.0}, "lr must be"),
                             ({"lr": 10.0}, "lr must be"), ({"learn": "done"}, "learn must be one of until-achieved"),
+                            ({"seed": -1}, r"seed must be in \[0, 2\*\*31 - samples\]"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
