@@ -314,7 +314,8 @@ def rollout(
 
 @app.command()
 def wm2real(
-    trajectories: Path = typer.Argument(..., help="simulated episodes: lwm rollout's trajectories.jsonl, lwm train rft's attempts.jsonl."),
+    trajectories: Path = typer.Argument(
+        ..., help="simulated episodes: lwm rollout's trajectories.jsonl, lwm train rft's attempts.jsonl."),
     out: Path | None = typer.Option(None, help="Report directory (default: runs/<timestamp>/wm2real). Re-run "
                                        "with the same directory to resume."),
     concurrency: int = typer.Option(1, min=1, help="Trajectories replayed at once, each in its own sandbox."),
