@@ -10,9 +10,10 @@ resets that read each task's initial observation (counted in the summary). On ``
 the same with the real environment and verifier: the reference at the same budget.
 
 The prompt of a training example is exactly the agent's prompt in evaluation
-(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone: every
-turn of an accepted attempt, or (``learn``, :data:`LEARN`) only the turns up to the first after
-which the reward already accepts the episode so far, and optionally ``DONE`` there.
+(:func:`lwm.sim.policy.agent_messages`), the completion the action it ran, written alone: the
+turns of an accepted attempt up to the first after which the reward already accepts the episode
+so far (an action after it may undo it), optionally ``DONE`` there, or every turn (``learn``,
+:data:`LEARN`).
 
 Output directory (resumable: re-run with the same one)::
 
