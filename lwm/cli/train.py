@@ -10,6 +10,7 @@ import typer
 
 from lwm.cli.common import call, note, option
 from lwm.train.export import export_lora_gguf
+from lwm.train.interpolate import interpolate_run
 from lwm.train.rft import RFTConfig
 from lwm.train.rl import RLConfig
 from lwm.train.sft import ORDERS, TrainConfig
@@ -174,6 +175,7 @@ def rft(
     threshold: float = option(RFTConfig, "threshold"),
     well_formed_only: bool = option(RFTConfig, "well_formed_only", "--well-formed-only/--any-answer"),
     learn: str = option(RFTConfig, "learn"),
+    anchor_tasks: Path | None = option(RFTConfig, "anchor_tasks", default=None),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr"),
     lora_r: int = option(RFTConfig, "lora_r", min=1),
@@ -187,14 +189,27 @@ def rft(
     config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
                   policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
                   reward=reward, threshold=threshold, well_formed_only=well_formed_only, learn=learn,
-                  max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
+                  anchor_tasks=anchor_tasks, max_steps=max_steps, lr=lr, lora_r=lora_r, seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary
     refused = f", {s['refused_ill_formed']} more paid but ill formed" if s.get("refused_ill_formed") else ""
     early = f", {s['achieved_early']} achieved before their last turn" if s.get("achieved_early") else ""
-    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples{refused}{early}), "
+    anchors = f", {s['anchor_examples']} of them anchor rows" if s.get("anchor_examples") else ""
+    note(f"{s['accepted']} of {s['attempts']} attempts accepted ({s['examples']} examples{anchors}{refused}{early}), "
          f"{s['real_steps']} real steps; {s['sft_steps']} SFT steps; wrote {res.adapter_gguf or s['export_error']} "
          f"(lwm agent eval --policy {out})")
+
+
+@train_app.command("interpolate")
+def interpolate(
+    run: Path = typer.Argument(..., help="a finished training run's directory (lwm train sft, rl or rft)"),
+    out: Path = option(interpolate_run, "out"),
+    weight: float = option(interpolate_run, "weight"),
+) -> None:
+    """The run's adapter at part strength (WiSE-FT): the weights between the model it was trained from and the
+    fine-tuned one; a finished run that lwm agent eval --policy plays and lwm train rft --policy trains further."""
+    gguf = call(interpolate_run, run, out, weight, hint="run the same command again")
+    note(f"wrote {out}: {run}'s adapter at weight {weight:g} ({gguf}; lwm agent eval --policy {out})")
 
 
 @train_app.command("export")

@@ -20,7 +20,9 @@ Output directory (resumable: re-run with the same one)::
     attempts.partial.jsonl   the job journal: one trajectory per attempt
     attempts.jsonl           every attempt, with its reward
     achieved.partial.jsonl   the job journal of the accepted attempts' shorter episodes, judged
-    data/train.jsonl         the accepted attempts' well-formed actions (and DONE) as prompt-completion rows
+    anchors.partial.jsonl    the job journal of the anchor rows (``anchor_tasks``)
+    data/train.jsonl         the accepted attempts' well-formed actions (and DONE), then the anchor
+                             rows, as prompt-completion rows
     adapter/, adapter.gguf   the fine-tuned LoRA adapter and its llama.cpp form
     lwm_train.json           settings (``lwm agent eval --policy OUT`` plays the result)
     rft.json                 counts: attempts, accepted per domain and family, paid by the reward but
@@ -59,9 +61,13 @@ POLICIES = ("embedded", "embedded-warmup")
 #: What is learned of an accepted attempt (:func:`accepted_examples`): ``until-achieved``, its
 #: turns up to the first after which the reward already accepts the episode so far
 #: (:func:`achieved_turns`; a later action can undo what it achieved);
-#: ``until-achieved-then-done``, those and then ``DONE`` (the policy learns to stop); or
-#: ``every-turn``.
-LEARN = ("until-achieved", "until-achieved-then-done", "every-turn")
+#: ``until-achieved-then-done``, those and then ``DONE`` (the policy learns to stop);
+#: ``until-achieved-then-done-once``, the same with one ``DONE`` row per task (after the first of
+#: its accepted attempts that is given one), not one per accepted attempt; or ``every-turn``.
+LEARN = ("until-achieved", "until-achieved-then-done", "until-achieved-then-done-once", "every-turn")
+
+#: Which accepted attempts are followed by a ``DONE`` row, per ``learn`` (:func:`accepted_examples`).
+DONE_ROWS = {"until-achieved-then-done": "every-attempt", "until-achieved-then-done-once": "once-per-task"}
 
 
 @dataclass
@@ -97,10 +103,19 @@ class RFTConfig:
             first after which the reward already accepts the episode so far (the shorter
             episodes judged again: by the reward model on ``sim``, replayed and verified on
             ``real``; an action after it may undo it); ``until-achieved-then-done``, those and
-            then ``DONE``; or ``every-turn`` (runs before session 14). Measured
-            (``docs/results.md``, session 14), the same attempts learned three ways: 20.5 %,
-            16.5 % and 17.5 % on unseen tasks; the ``DONE`` rows taught the policy to answer
-            ``DONE`` before acting on families it was not trained on.
+            then ``DONE``; ``until-achieved-then-done-once``, the same with one ``DONE`` row a
+            task; or ``every-turn`` (runs before session 14). Measured (``docs/results.md``,
+            session 14), the same attempts learned three ways: 20.5 %, 16.5 % and 17.5 % on
+            unseen tasks; a ``DONE`` row after every accepted attempt (47 % of the rows) taught
+            the policy to answer ``DONE`` before acting on families it was not trained on.
+        anchor_tasks: a task file whose tasks anchor the policy: each task's first prompt is
+            learned with the reference model's own greedy answer, as written — the model the
+            policy's adapter applies to, without the adapter (``embedded``). Where the reward
+            gives no evidence (``lwm agent curriculum RUN --low 0 --high 0`` writes tasks of
+            the training families the policy never solves), the round then pulls the policy
+            back to the reference instead of letting the accepted families' habits spread to
+            every instruction (rows of the reference's behaviour standing in for the KL term of
+            PPO and GRPO). Each task costs one real reset, counted.
         max_steps: SFT optimizer steps.
         lr: SFT learning rate.
         lora_r: LoRA rank.
@@ -121,6 +136,7 @@ class RFTConfig:
     threshold: float = 0.5
     well_formed_only: bool = True
     learn: str = "until-achieved"
+    anchor_tasks: Path | None = None
     max_steps: int = 30
     lr: float = 1e-4
     lora_r: int = 16
@@ -150,8 +166,9 @@ class RFTConfig:
         check_lr(self.lr)
         if self.out.exists() and not self.out.is_dir():
             raise FileExistsError(f"--out {self.out} is a file, not a directory")
-        if self.tasks_file is not None and not Path(self.tasks_file).is_file():
-            raise DataNotFoundError(f"no task file {self.tasks_file}")
+        for name in ("tasks_file", "anchor_tasks"):
+            if getattr(self, name) is not None and not Path(getattr(self, name)).is_file():
+                raise DataNotFoundError(f"no task file {getattr(self, name)}")
 
     def settings(self) -> dict[str, Any]:
         """What makes two runs the same run (a resume must match)."""
@@ -162,6 +179,8 @@ class RFTConfig:
         if self.tasks_file:  # the file's content makes the task set; --tasks does not apply
             d["tasks_file"] = task_file_digest(self.tasks_file)
             d.pop("tasks")
+        if self.anchor_tasks:
+            d["anchor_tasks"] = task_file_digest(self.anchor_tasks)
         if not backend_spec(self.backend).simulates:
             for k in ("world_model", "reward"):
                 d.pop(k)
@@ -208,6 +227,52 @@ def _policy(config: RFTConfig) -> PolicySpec:
     return PolicySpec(name, adapter=adapter, temperature=config.temperature)
 
 
+def _reference(config: RFTConfig) -> PolicySpec:
+    """The model the policy's adapter applies to, without the adapter, greedy: whose answers the
+    anchor rows learn (:attr:`RFTConfig.anchor_tasks`)."""
+    return replace(_policy(config), adapter=None, temperature=0.0)
+
+
+def _anchor_tasks(config: RFTConfig) -> list[tuple[str, Task]]:
+    if not config.anchor_tasks:
+        return []
+    chosen = set(config.domains)   # as for the task file: --domain keeps those domains' tasks
+    items = [(d, t) for d, t, _ in read_task_file(config.anchor_tasks) if not chosen or d in chosen]
+    refuse_heldout(items, config.anchor_tasks)
+    return items
+
+
+def anchor_row(factory: EnvFactory, reference: PolicySpec, task: Task) -> dict[str, Any]:
+    """An anchor row (:attr:`RFTConfig.anchor_tasks`): the agent's first prompt for ``task``
+    (its initial observation from the environment's reset, as an attempt's: the real start) and,
+    as the completion, the ``reference`` policy's answer to it, as written (prose and fences
+    too: the reference's behaviour is what the row keeps; ``cut``: the answer reached the
+    policy's ``max_tokens``, as it does in evaluation). TRL prompt-completion, as
+    :func:`accepted_examples`."""
+    env = factory()
+    try:
+        first = env.reset(task)
+    finally:
+        env.close()
+    agent = reference.make(factory.domain)
+    start = Trajectory(id=task.name, domain=factory.domain, task=task.instruction, system_prompt="",
+                       initial_observation=first)
+    prompt = agent.messages(task, start)
+    agent.act(task, start)
+    said = agent.record()
+    return {"domain": factory.domain, "family": task.family, "prompt": prompt,
+            "completion": [{"role": "assistant", "content": said["agent_answers"][0]}],
+            "cut": said["agent_finish_reasons"][0] == "length"}
+
+
+def _anchor_problem(record: dict[str, Any]) -> str | None:
+    completion = record.get("completion")
+    whole = (isinstance(record.get("prompt"), list) and isinstance(completion, list) and len(completion) == 1
+             and isinstance(completion[0], dict) and isinstance(completion[0].get("content"), str)
+             and completion[0]["content"].strip())
+    return None if whole else "not a prompt-completion row with an answer"
+
+
 def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
     if config.tasks_file:
         chosen = set(config.domains)
@@ -242,7 +307,7 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
-                      achieved_after: Mapping[str, int] | None = None, done: bool = False) -> list[dict[str, Any]]:
+                      achieved_after: Mapping[str, int] | None = None, done: str = "never") -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
     agent's prompt as evaluation builds it and, as the completion, the action the environment
     ran alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
@@ -253,10 +318,17 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
     :func:`achieved_turns`), an attempt is learned up to that turn (one it does not name,
-    whole). With ``done``, ``DONE`` follows the turns learned (row id ``<attempt>/done``): the
-    policy learns to stop — unless none of its actions was learned, or the last one ended the
-    episode itself (the agent is not asked again)."""
-    rows = []
+    whole). With ``done`` ``every-attempt``, ``DONE`` follows the turns learned (row id
+    ``<attempt>/done``): the policy learns to stop — unless none of its actions was learned, or
+    the last one ended the episode itself (the agent is not asked again); ``once-per-task``,
+    only after the first such attempt of each task; ``never``, no ``DONE``.
+
+    Raises:
+        ValueError: ``done`` is none of ``never``, ``every-attempt``, ``once-per-task``.
+    """
+    if done not in ("never", *DONE_ROWS.values()):
+        raise ValueError(f"done must be never, every-attempt or once-per-task, not {done!r}")
+    rows, stopped = [], set()   # stopped: the tasks already given a DONE row
     for traj in attempts:
         said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
         if not is_accepted(traj, threshold, well_formed_only) or len(said) < len(traj.turns):
@@ -267,8 +339,11 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
         last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
         learned = [(f"turn{i + 1}", i, action) for i, action in enumerate(said[:last])
                    if well_formed_answer(spec, action)]
-        if done and learned and not spec.ends_episode(traj.turns[last - 1].action):
+        key = (traj.domain, task.name)
+        if (done != "never" and learned and not spec.ends_episode(traj.turns[last - 1].action)
+                and not (done == "once-per-task" and key in stopped)):
             learned.append(("done", last, DONE))
+            stopped.add(key)
         rows += [{"id": f"{traj.id}/{name}", "domain": traj.domain, "family": task.family,
                   "prompt": agent_messages(spec, task, traj.initial_observation, said[:turn], observations[:turn]),
                   "completion": [{"role": "assistant", "content": completion}]} for name, turn, completion in learned]
@@ -358,8 +433,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     settings = config.out / "rft_settings.json"
     if settings.is_file():  # a resume with other settings is refused before any model loads
         check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
-    tasks = _tasks(config)
-    factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks)}
+    tasks, anchors = _tasks(config), _anchor_tasks(config)
+    factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks + anchors)}
     # the models load here, once: a mistyped name fails before the run directory is claimed (the
     # simulator's first: its names are typed, the policy's checked already)
     for factory in factories.values():
@@ -368,6 +443,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
             factory.judge()
     policy = _policy(config)
     policy.make(tasks[0][0])
+    reference = _reference(config)
+    if anchors:
+        reference.make(anchors[0][0])
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
     items = []
@@ -395,14 +473,23 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         judged = {longer[r["id"]].id: r for r in judging.ordered(list(longer))}
         achieved = {i: r["turns"] for i, r in judged.items()}
     rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved,
-                             done=config.learn.endswith("-then-done"))
+                             done=DONE_ROWS.get(config.learn, "never"))
+    anchor_rows = []
+    if rows:  # no anchor is paid for when there is nothing to fine-tune on
+        anchored = run_jobs([(f"{d}/{t.name}/anchor", (factories[d], reference, t)) for d, t in anchors],
+                            lambda job: anchor_row(*job), journal=config.out / "anchors.partial.jsonl",
+                            description="anchors", progress=show_progress, check=_anchor_problem)
+        _refuse_failures(anchored, "anchors", len(anchors))
+        anchor_rows = anchored.ordered([f"{d}/{t.name}/anchor" for d, t in anchors])
     learned = {t.id: (achieved or {}).get(t.id, len(t.turns)) for t in accepted}  # turns learned from
     done = sum(1 for r in rows if r["id"].endswith("/done"))
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]
     simulated = backend_spec(config.backend).all_simulated
     summary: dict[str, Any] = {
         "settings": config.settings(), "attempts": len(attempts),
-        "accepted": len(accepted), "examples": len(rows), "done_examples": done,
+        "accepted": len(accepted), "examples": len(rows) + len(anchor_rows), "done_examples": done,
+        # the reference's answers learned to keep its behaviour, and those cut at max_tokens
+        "anchor_examples": len(anchor_rows), "anchor_answers_cut": sum(1 for r in anchor_rows if r.get("cut")),
         # accepted attempts whose task was achieved before their last turn: learned up to it
         "achieved_early": sum(1 for t in accepted if learned[t.id] < len(t.turns)),
         # the shorter episodes judged to find it, and the time it took (every invocation's)
@@ -414,10 +501,11 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         "refused_ill_formed": len(paid) - len(accepted),
         "accepted_by_family": dict(Counter(f"{t.domain}/{t.metadata.get('family')}" for t in accepted)),
         "unknown_verdicts": sum(1 for t in attempts if t.reward is None),
-        # sim: one real reset per task for its initial observation; real: every step and check, and
-        # every step of the shorter episodes replayed
-        "real_steps": (len({(d, t.name) for d, t in tasks}) if simulated else
-                       sum(len(t.turns) + 1 for t in attempts) + sum(r["real_steps"] for r in judged.values())),
+        # sim: one real reset per task for its initial observation (an anchor's too); real: every step
+        # and check, every step of the shorter episodes replayed, and the anchors' resets
+        "real_steps": (len({(d, t.name) for d, t in tasks + (anchors if anchor_rows else [])}) if simulated else
+                       sum(len(t.turns) + 1 for t in attempts) + sum(r["real_steps"] for r in judged.values())
+                       + len(anchor_rows)),
         "simulated_steps": sum(len(t.turns) for t in attempts) if simulated else 0,
         # every invocation's (a resumed run samples only what was left)
         "sampling_seconds": round(previous.get("sampling_seconds", 0.0) + report.seconds, 1)}
@@ -427,10 +515,10 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
                 if accepted else f"no attempt of {len(attempts)} was accepted (reward ≥ {config.threshold}"
                 f"{', answers well formed' if config.well_formed_only else ''})")
         raise ValueError(f"{what}: nothing to fine-tune on (counts in {config.out / 'rft.json'})")
-    write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows))
+    write_atomic(config.out / "data" / "train.jsonl", "".join(dumps(r) + "\n" for r in rows + anchor_rows))
     # the adapter is read beside rft.json: the run may be resumed from another working directory
     finished = config.out / Path(previous["adapter_gguf"]).name if previous.get("adapter_gguf") else None
-    if previous.get("sft_steps") == config.max_steps and previous.get("examples") == len(rows) and finished \
+    if previous.get("sft_steps") == config.max_steps and previous.get("examples") == summary["examples"] and finished \
             and finished.is_file():  # a finished run resumed: nothing left to train
         write_atomic(config.out / "rft.json", json.dumps(previous, indent=1) + "\n")
         return RFTResult(config.out, previous, finished)

@@ -22,7 +22,7 @@ from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.models.base import FunctionChatModel
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.sim.backends import EnvFactory, task_env_factory
-from lwm.sim.policy import agent_messages
+from lwm.sim.policy import PolicySpec, agent_messages
 from lwm.train.curriculum import choose, family_table, write_curriculum
 from lwm.train.rft import (
     RFTConfig,
@@ -112,7 +112,7 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
                        initial_observation="root@sandbox:/app#", turns=turns, reward=0.8,
                        metadata={"task_spec": task.to_dict(), "agent_answers": ["echo x > y", "rm y", "ls"]})
     whole = early.model_copy(update={"id": "terminal/t/s1"})
-    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1}, done=True)
+    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1}, done="every-attempt")
     assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [
         ("terminal/t/s0/turn1", "echo x > y"), ("terminal/t/s0/done", "DONE"),   # the undoing `rm y` is not learned
         ("terminal/t/s1/turn1", "echo x > y"), ("terminal/t/s1/turn2", "rm y"), ("terminal/t/s1/turn3", "ls"),
@@ -128,12 +128,21 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
     assert [r["id"] for r in accepted_examples([early], 0.5)] == [f"terminal/t/s0/turn{i}" for i in (1, 2, 3)]
     # no DONE after nothing learned (prose alone), nor after an action that ended the episode itself
     prose = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["I would write y."] * 3}})
-    assert accepted_examples([prose], 0.5, well_formed_only=False, achieved_after={"terminal/t/s0": 1}, done=True) == []
+    assert accepted_examples([prose], 0.5, well_formed_only=False, achieved_after={"terminal/t/s0": 1}, done="every-attempt") == []
     quit_ = early.model_copy(update={"turns": [turns[0].model_copy(update={"action": "[]"})]})
-    assert [r["id"] for r in accepted_examples([quit_], 0.5, done=True)] == ["terminal/t/s0/turn1"]
+    assert [r["id"] for r in accepted_examples([quit_], 0.5, done="every-attempt")] == ["terminal/t/s0/turn1"]
+    # one DONE row a task: after its first accepted attempt only; another task gets its own
+    other = early.model_copy(update={"id": "terminal/u/s0", "metadata": {
+        **early.metadata, "task_spec": {**task.to_dict(), "name": task.name + "-other"}}})
+    once = accepted_examples([early, whole, other], 0.5, achieved_after={"terminal/t/s0": 1, "terminal/u/s0": 1},
+                             done="once-per-task")
+    assert [r["id"] for r in once if r["id"].endswith("/done")] == ["terminal/t/s0/done", "terminal/u/s0/done"]
+    assert len(once) == len(rows) - 1 + 2
+    with pytest.raises(ValueError, match="once-per-task"):
+        accepted_examples([early], 0.5, done="yes")
     # answers not recorded for every turn: what the agent saw is unknown, so nothing is learned
     unrecorded = early.model_copy(update={"metadata": {**early.metadata, "agent_answers": ["echo x > y"]}})
-    assert accepted_examples([unrecorded], 0.5, done=True) == []
+    assert accepted_examples([unrecorded], 0.5, done="every-attempt") == []
 
 
 def _db_attempt(family: str, actions: list[str]) -> Trajectory:
@@ -239,6 +248,11 @@ def test_rft_refuses_held_out_tasks_a_mistyped_model_and_a_damaged_journal(tmp_p
     write_task_file(tmp_path / "held.jsonl", [("db", *held)])
     with pytest.raises(ValueError, match=r"held.jsonl: task .* is of the held-out family db/"):
         train_rft(RFTConfig(out=tmp_path / "h", tasks_file=tmp_path / "held.jsonl"), show_progress=False)
+    train = families("db", "train")[0].generate(0)
+    write_task_file(tmp_path / "train.jsonl", [("db", *train)])
+    with pytest.raises(ValueError, match=r"held.jsonl: task .* is of the held-out family db/"):   # an anchor too
+        train_rft(RFTConfig(out=tmp_path / "a", tasks_file=tmp_path / "train.jsonl",
+                            anchor_tasks=tmp_path / "held.jsonl"), show_progress=False)
     with pytest.raises(ModelUnavailableError):
         train_rft(RFTConfig(out=tmp_path / "typo", world_model="nosuchmodel", tasks=1, samples=1),
                   show_progress=False)
@@ -259,8 +273,9 @@ def test_rft_refuses_bad_settings(tmp_path):
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
             RFTConfig(out=tmp_path, **kwargs)
-    with pytest.raises(DataNotFoundError, match="no task file"):
-        RFTConfig(out=tmp_path, tasks_file=tmp_path / "missing.jsonl")
+    for name in ("tasks_file", "anchor_tasks"):
+        with pytest.raises(DataNotFoundError, match="no task file"):
+            RFTConfig(out=tmp_path, **{name: tmp_path / "missing.jsonl"})
     (tmp_path / "unfinished").mkdir()
     for policy, message in (("nosuchpolicy", "policy must be one of embedded, embedded-warmup or an earlier"),
                             (str(tmp_path / "unfinished"), "is not a finished lwm train rft run .no adapter/"),
@@ -300,6 +315,17 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
         {k: v for k, v in config.settings().items() if k != "learn"}))
     with pytest.raises(RunMismatchError, match="learn"):
         train_rft(config, show_progress=False)
+    # a run recorded with anchor rows, resumed without them (or the other way), is refused; one recorded before
+    # the setting existed had none
+    anchored = RFTConfig(out=tmp_path / "run", tasks_file=tmp_path / "t.jsonl", backend="real",
+                         anchor_tasks=tmp_path / "t.jsonl")
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps(anchored.settings()))
+    with pytest.raises(RunMismatchError, match="anchor_tasks"):
+        train_rft(config, show_progress=False)
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps(config.settings()))
+    with pytest.raises(RunMismatchError, match="anchor_tasks"):
+        train_rft(anchored, show_progress=False)
+    assert config.settings()["anchor_tasks"] is None
 
 
 @needs_sandbox
@@ -336,8 +362,21 @@ def test_rft_on_a_tiny_task_samples_accepts_fine_tunes_and_exports(tmp_path, mon
     # round's model writes at these settings is prose as often as not, and prose is not learned)
     (tmp_path / "rft2").mkdir()
     shutil.copy(tmp_path / "rft" / "attempts.partial.jsonl", tmp_path / "rft2" / "attempts.partial.jsonl")
-    second = train_rft(RFTConfig(**{**config.__dict__, "out": tmp_path / "rft2", "policy": str(tmp_path / "rft")}),
-                       show_progress=False)
+    # with an anchor: the never-solved task's first prompt, answered by the reference (the base model, no adapter)
+    write_task_file(tmp_path / "anchor.jsonl", [("terminal", never, ())])
+    second = train_rft(RFTConfig(**{**config.__dict__, "out": tmp_path / "rft2", "policy": str(tmp_path / "rft"),
+                                    "anchor_tasks": tmp_path / "anchor.jsonl"}), show_progress=False)
+    anchor = [json.loads(line) for line in (tmp_path / "rft2" / "data" / "train.jsonl").read_text().splitlines()][-1]
+    reference = PolicySpec("embedded").make("terminal")
+    env = task_env_factory("terminal", "real")()
+    start = Trajectory(id="x", domain="terminal", task=never.instruction, system_prompt="",
+                       initial_observation=env.reset(never))
+    env.close()
+    assert anchor["id"] == "terminal/never/anchor" and anchor["family"] == "never"
+    assert anchor["prompt"] == agent_messages(domains.get("terminal"), never, start.initial_observation, [], [])
+    reference.act(never, start)
+    assert anchor["completion"] == [{"role": "assistant", "content": reference.record()["agent_answers"][0]}]
+    assert second.summary["anchor_examples"] == 1 and second.summary["real_steps"] == s["real_steps"] + 1
     record = json.loads((tmp_path / "rft2" / "lwm_train.json").read_text())["settings"]
     assert record["model"] == "embedded"   # what lwm agent eval --policy rft2 applies the adapter to
     assert Path(record["init_adapter"]) == (tmp_path / "rft" / "adapter").resolve()

@@ -335,3 +335,62 @@ def test_a_bad_init_adapter_is_named_before_the_model_loads(tmp_path):
             train_sft(TrainConfig(data=data, out=tmp_path / "run", max_steps=1, init_adapter=str(source)),
                       show_progress=False)
         assert not (tmp_path / "run").exists()
+
+
+def test_an_adapter_interpolated_is_the_same_adapter_at_part_strength(run, tmp_path):
+    """WiSE-FT on a real run: the adapter at weight 0.5 changes every adapted weight by half of
+    what the trained one changes it by (PEFT's own merge arithmetic), its GGUF says alpha × 0.5,
+    and a second call with the same settings returns it as it is."""
+    import torch
+
+    from lwm.train.export import import_lora_gguf
+    from lwm.train.interpolate import interpolate_run
+    from lwm.train.sft import load_trained_model
+
+    _, res = run
+    gguf = interpolate_run(res.adapter_dir.parent, tmp_path / "half", 0.5)
+    assert gguf == tmp_path / "half" / "adapter.gguf" and not (tmp_path / "half.partial").exists()
+    record = json.loads((tmp_path / "half" / "lwm_train.json").read_text())
+    assert record["interpolated"] == {"from": str(res.adapter_dir.parent.resolve()), "weight": 0.5}
+    assert record["settings"]["lora_alpha"] == json.loads((res.adapter_dir.parent / "lwm_train.json").read_text())[
+        "settings"]["lora_alpha"] / 2
+    full_alpha = json.loads((res.adapter_dir / "adapter_config.json").read_text())["lora_alpha"]
+    back = json.loads((import_lora_gguf(gguf, tmp_path / "back") / "adapter_config.json").read_text())
+    assert back["lora_alpha"] == pytest.approx(full_alpha / 2)
+    deltas = []
+    for path in (res.adapter_dir, tmp_path / "half" / "adapter"):
+        model, _ = load_trained_model(path)
+        layer = next(m for m in model.modules() if hasattr(m, "lora_A") and "default" in m.lora_A)
+        deltas.append(layer.get_delta_weight("default"))
+    assert deltas[0].abs().max() > 0
+    torch.testing.assert_close(deltas[1], deltas[0] / 2)
+    mtime = gguf.stat().st_mtime_ns
+    assert interpolate_run(res.adapter_dir.parent, tmp_path / "half", 0.5) == gguf and gguf.stat().st_mtime_ns == mtime
+
+
+def test_interpolating_refuses_bad_input(tmp_path):
+    from lwm.errors import DataNotFoundError
+    from lwm.train.interpolate import interpolate_run
+
+    run = tmp_path / "run"
+    (run / "adapter").mkdir(parents=True)
+    with pytest.raises(DataNotFoundError, match="adapter_config.json, lwm_train.json"):
+        interpolate_run(run, tmp_path / "out", 0.5)
+    (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": 4}))
+    (run / "lwm_train.json").write_text(json.dumps({"settings": {"model": "embedded"}}))
+    for weight in (0, -0.5, 1.5, float("nan")):
+        with pytest.raises(ValueError, match=r"weight must be a number in \(0, 1\]"):
+            interpolate_run(run, tmp_path / "out", weight)
+    with pytest.raises(ValueError, match="is the run itself"):
+        interpolate_run(run, run, 0.5)
+    with pytest.raises(ValueError, match="no number 'lora_alpha'"):
+        interpolate_run(run, tmp_path / "out", 0.5)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+    (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": 4, "lora_alpha": 8}))
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="already holds something else"):
+        interpolate_run(run, tmp_path / "busy", 0.5)
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+    cli = CliRunner().invoke(train_app, ["interpolate", str(run), "--out", str(tmp_path / "o"), "--weight", "2"])
+    assert cli.exit_code == 2 and "weight must be a number in (0, 1], got 2.0" in cli.output

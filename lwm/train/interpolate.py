@@ -1,0 +1,104 @@
+"""A trained adapter at part strength: the weights between the model it was trained from and the
+fine-tuned one (``lwm train interpolate``).
+
+WiSE-FT (Wortsman et al., "Robust fine-tuning of zero-shot models", CVPR 2022,
+arXiv:2109.01903) ensembles a model's weights before and after fine-tuning,
+``θ(w) = (1 − w)·θ₀ + w·θ₁``, and reports that part of the fine-tuned gain is kept on the
+fine-tuning distribution while much of what fine-tuning cost elsewhere comes back. A LoRA
+adapter is ``θ₁ = θ₀ + (lora_alpha / r)·B·A``, so ``θ(w)`` is the same adapter with
+``lora_alpha · w``: one number changes, the tensors are copied as they are. ``θ₀`` is the
+model the adapter applies to — the run's recorded ``model`` — and a chain of rounds
+(``lwm train rft --policy <earlier run>``) trains one adapter further, so for its last round
+``θ₀`` is the first round's starting model, not the round before.
+
+Output directory, a finished run that ``lwm agent eval --policy OUT`` plays and
+``lwm train rft --policy OUT`` trains further::
+
+    adapter/          the run's adapter, its lora_alpha times the weight
+    adapter.gguf      its llama.cpp form
+    lwm_train.json    the run's record (its lora_alpha times the weight), plus ``interpolated``:
+                      ``{"from": RUN (resolved), "weight": w}`` (a run interpolated twice: its
+                      lora_alpha says the product of the weights)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+from lwm.errors import DataNotFoundError
+from lwm.jsonl import read_json, write_atomic
+from lwm.train.records import ADAPTER_META, RUN_FILE
+
+
+def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Path:
+    """Write ``run``'s adapter at ``weight`` of its strength to ``out`` (see the module).
+
+    Args:
+        run: a finished training run's directory (``adapter/adapter_config.json``,
+            ``lwm_train.json``): ``lwm train sft``, ``rl`` or ``rft``.
+        out: the directory to write; built beside it as ``<out>.partial`` and renamed when
+            whole. Run again with the same ``run`` and ``weight`` and it is returned as it is.
+        weight: the share of the fine-tuned change kept, in (0, 1]: 1 is ``run`` itself, 0.5
+            the midpoint (WiSE-FT's middle setting).
+
+    Returns:
+        the adapter for llama.cpp, ``out/adapter.gguf``.
+
+    Raises:
+        ValueError: ``weight`` outside (0, 1]; ``out`` is ``run``, or holds something else.
+        DataNotFoundError: ``run`` is not a finished run (the missing file named).
+        RowFormatError: a JSON file of ``run`` is damaged (file and line).
+        AdapterExportError, ModelUnavailableError: the GGUF export failed.
+    """
+    from lwm.models.embedded import named_gguf
+    from lwm.train.export import export_lora_gguf
+    from lwm.train.rl import trained_model
+
+    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and 0 < weight <= 1):
+        raise ValueError(f"weight must be a number in (0, 1], got {weight}")
+    run, out = Path(run), Path(out)
+    missing = [f for f in ("adapter/adapter_config.json", RUN_FILE) if not (run / f).is_file()]
+    if missing:
+        raise DataNotFoundError(f"{run} is not a finished training run (no {', '.join(missing)})")
+    if out.resolve() == run.resolve():
+        raise ValueError(f"--out {out} is the run itself: choose a new directory")
+    cfg = read_json(run / "adapter" / "adapter_config.json")
+    if not isinstance(cfg.get("lora_alpha"), (int, float)):
+        raise ValueError(f"{run / 'adapter/adapter_config.json'}: no number 'lora_alpha' (not a LoRA adapter)")
+    mark = {"from": str(run.resolve()), "weight": weight}
+    if out.exists():
+        done = out / RUN_FILE
+        if done.is_file() and read_json(done).get("interpolated") == mark and (out / "adapter.gguf").is_file():
+            return out / "adapter.gguf"
+        if not out.is_dir() or any(out.iterdir()):
+            raise ValueError(f"{out} already holds something else: choose a new --out")
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(run / "adapter", tmp / "adapter")
+    write_atomic(tmp / "adapter" / "adapter_config.json",
+                 json.dumps({**cfg, "lora_alpha": cfg["lora_alpha"] * weight}, indent=2) + "\n")
+    # the trainers' copies of the setting, kept in step with the adapter's
+    meta = tmp / "adapter" / ADAPTER_META
+    if meta.is_file():
+        write_atomic(meta, json.dumps(_scaled(read_json(meta), weight), indent=2) + "\n")
+    record = read_json(run / RUN_FILE)
+    record.update({k: _scaled(record[k], weight) for k in ("settings", "config") if isinstance(record.get(k), dict)})
+    base = named_gguf(trained_model(run))  # the weights the adapter was trained on (a shipped adapter merged in)
+    export_lora_gguf(tmp / "adapter", tmp / "adapter.gguf", base=str(base) if base else None)
+    write_atomic(tmp / RUN_FILE, json.dumps({**record, "interpolated": mark}, indent=2) + "\n")
+    if out.exists():
+        out.rmdir()   # empty, checked above
+    tmp.rename(out)
+    return out / "adapter.gguf"
+
+
+def _scaled(settings: dict, weight: float) -> dict:
+    """``settings`` with its ``lora_alpha`` (where it is a number) times ``weight``."""
+    alpha = settings.get("lora_alpha")
+    return {**settings, "lora_alpha": alpha * weight} if isinstance(alpha, (int, float)) else settings
+
+
+__all__ = ["interpolate_run"]
