@@ -26,11 +26,16 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 from pathlib import Path
 
 from lwm.errors import DataNotFoundError
 from lwm.jsonl import read_json, write_atomic
 from lwm.train.records import ADAPTER_META, RUN_FILE
+
+#: The smallest weight: below it the adapter's alpha, stored as float32 in the GGUF, can round to 0,
+#: which llama.cpp reads as "no alpha" (full strength); the model is the base one in effect anyway.
+MIN_WEIGHT = 1e-6
 
 
 def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Path:
@@ -39,16 +44,19 @@ def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Pa
     Args:
         run: a finished training run's directory (``adapter/adapter_config.json``,
             ``lwm_train.json``): ``lwm train sft``, ``rl`` or ``rft``.
-        out: the directory to write; built beside it as ``<out>.partial`` and renamed when
-            whole. Run again with the same ``run`` and ``weight`` and it is returned as it is.
-        weight: the share of the fine-tuned change kept, in (0, 1]: 1 is ``run`` itself, 0.5
-            the midpoint (WiSE-FT's middle setting).
+        out: the directory to write (new, or empty); built in a hidden folder beside it and
+            renamed when whole. Run again with the same ``run`` and ``weight`` and it is
+            returned as it is.
+        weight: the share of the fine-tuned change kept, in [:data:`MIN_WEIGHT`, 1]: 1 is
+            ``run`` itself, 0.5 the midpoint (WiSE-FT's middle setting).
 
     Returns:
         the adapter for llama.cpp, ``out/adapter.gguf``.
 
     Raises:
-        ValueError: ``weight`` outside (0, 1]; ``out`` is ``run``, or holds something else.
+        ValueError: ``weight`` out of range; ``out`` is ``run``, inside it or around it, a
+            symbolic link, or holds something else; the adapter's ``lora_alpha`` is not a
+            positive number.
         DataNotFoundError: ``run`` is not a finished run (the missing file named).
         RowFormatError: a JSON file of ``run`` is damaged (file and line).
         AdapterExportError, ModelUnavailableError: the GGUF export failed.
@@ -57,41 +65,52 @@ def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Pa
     from lwm.train.export import export_lora_gguf
     from lwm.train.rl import trained_model
 
-    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and 0 < weight <= 1):
-        raise ValueError(f"weight must be a number in (0, 1], got {weight}")
+    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and MIN_WEIGHT <= weight <= 1):
+        raise ValueError(f"weight must be a number in [{MIN_WEIGHT:g}, 1], got {weight}")
     run, out = Path(run), Path(out)
     missing = [f for f in ("adapter/adapter_config.json", RUN_FILE) if not (run / f).is_file()]
     if missing:
         raise DataNotFoundError(f"{run} is not a finished training run (no {', '.join(missing)})")
-    if out.resolve() == run.resolve():
-        raise ValueError(f"--out {out} is the run itself: choose a new directory")
-    cfg = read_json(run / "adapter" / "adapter_config.json")
-    if not isinstance(cfg.get("lora_alpha"), (int, float)):
-        raise ValueError(f"{run / 'adapter/adapter_config.json'}: no number 'lora_alpha' (not a LoRA adapter)")
-    mark = {"from": str(run.resolve()), "weight": weight}
+    here, there = run.resolve(), out.resolve()
+    if there == here or here in there.parents or there in here.parents:
+        raise ValueError(f"--out {out} is the run {run}, inside it or around it: choose a directory beside it")
+    if out.is_symlink():
+        raise ValueError(f"--out {out} is a symbolic link: choose a directory")
+    cfg, record = read_json(run / "adapter" / "adapter_config.json"), read_json(run / RUN_FILE)
+    alpha = cfg.get("lora_alpha")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"{run / 'adapter/adapter_config.json'}: 'lora_alpha' is not a positive number "
+                         f"({alpha!r}): not a LoRA adapter this can scale")
+    mark = {"from": str(here), "weight": weight}
     if out.exists():
         done = out / RUN_FILE
         if done.is_file() and read_json(done).get("interpolated") == mark and (out / "adapter.gguf").is_file():
             return out / "adapter.gguf"
         if not out.is_dir() or any(out.iterdir()):
-            raise ValueError(f"{out} already holds something else: choose a new --out")
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(run / "adapter", tmp / "adapter")
-    write_atomic(tmp / "adapter" / "adapter_config.json",
-                 json.dumps({**cfg, "lora_alpha": cfg["lora_alpha"] * weight}, indent=2) + "\n")
-    # the trainers' copies of the setting, kept in step with the adapter's
-    meta = tmp / "adapter" / ADAPTER_META
-    if meta.is_file():
-        write_atomic(meta, json.dumps(_scaled(read_json(meta), weight), indent=2) + "\n")
-    record = read_json(run / RUN_FILE)
-    record.update({k: _scaled(record[k], weight) for k in ("settings", "config") if isinstance(record.get(k), dict)})
-    base = named_gguf(trained_model(run))  # the weights the adapter was trained on (a shipped adapter merged in)
-    export_lora_gguf(tmp / "adapter", tmp / "adapter.gguf", base=str(base) if base else None)
-    write_atomic(tmp / RUN_FILE, json.dumps({**record, "interpolated": mark}, indent=2) + "\n")
-    if out.exists():
-        out.rmdir()   # empty, checked above
-    tmp.rename(out)
+            held = read_json(done).get("interpolated") if done.is_file() else None
+            why = f" (the interpolation {held})" if held else ""
+            raise ValueError(f"{out} already holds something else{why}: choose a new --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # its own folder: two calls at once never write into the same one (the second's rename is refused)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.interpolating-", dir=out.parent))
+    try:
+        shutil.copytree(run / "adapter", tmp / "adapter")
+        write_atomic(tmp / "adapter" / "adapter_config.json",
+                     json.dumps({**cfg, "lora_alpha": alpha * weight}, indent=2) + "\n")
+        # the trainers' copies of the setting, kept in step with the adapter's
+        meta = tmp / "adapter" / ADAPTER_META
+        if meta.is_file():
+            write_atomic(meta, json.dumps(_scaled(read_json(meta), weight), indent=2) + "\n")
+        record.update({k: _scaled(record[k], weight) for k in ("settings", "config")
+                       if isinstance(record.get(k), dict)})
+        base = named_gguf(trained_model(run))  # the weights the adapter was trained on (a shipped adapter merged in)
+        export_lora_gguf(tmp / "adapter", tmp / "adapter.gguf", base=str(base) if base else None)
+        write_atomic(tmp / RUN_FILE, json.dumps({**record, "interpolated": mark}, indent=2) + "\n")
+        if out.exists():
+            out.rmdir()   # empty, checked above
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)   # gone already when renamed
     return out / "adapter.gguf"
 
 
@@ -101,4 +120,4 @@ def _scaled(settings: dict, weight: float) -> dict:
     return {**settings, "lora_alpha": alpha * weight} if isinstance(alpha, (int, float)) else settings
 
 
-__all__ = ["interpolate_run"]
+__all__ = ["MIN_WEIGHT", "interpolate_run"]

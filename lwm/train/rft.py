@@ -238,6 +238,8 @@ def _anchor_tasks(config: RFTConfig) -> list[tuple[str, Task]]:
         return []
     chosen = set(config.domains)   # as for the task file: --domain keeps those domains' tasks
     items = [(d, t) for d, t, _ in read_task_file(config.anchor_tasks) if not chosen or d in chosen]
+    if not items:
+        raise ValueError(f"{config.anchor_tasks} holds no task of {', '.join(config.domains) or 'any domain'}")
     refuse_heldout(items, config.anchor_tasks)
     return items
 

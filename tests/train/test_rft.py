@@ -253,6 +253,10 @@ def test_rft_refuses_held_out_tasks_a_mistyped_model_and_a_damaged_journal(tmp_p
     with pytest.raises(ValueError, match=r"held.jsonl: task .* is of the held-out family db/"):   # an anchor too
         train_rft(RFTConfig(out=tmp_path / "a", tasks_file=tmp_path / "train.jsonl",
                             anchor_tasks=tmp_path / "held.jsonl"), show_progress=False)
+    with pytest.raises(ValueError, match=r"train.jsonl holds no task of terminal"):   # --domain left no anchor
+        train_rft(RFTConfig(out=tmp_path / "a", domains=("terminal",), tasks=1, anchor_tasks=tmp_path / "train.jsonl"),
+                  show_progress=False)
+    assert not (tmp_path / "a").exists()
     with pytest.raises(ModelUnavailableError):
         train_rft(RFTConfig(out=tmp_path / "typo", world_model="nosuchmodel", tasks=1, samples=1),
                   show_progress=False)

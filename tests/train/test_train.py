@@ -348,8 +348,11 @@ def test_an_adapter_interpolated_is_the_same_adapter_at_part_strength(run, tmp_p
     from lwm.train.sft import load_trained_model
 
     _, res = run
+    (tmp_path / "half.partial").mkdir()   # a folder named like a build folder is someone's data: left alone
+    (tmp_path / "half.partial" / "keep.txt").write_text("mine")
     gguf = interpolate_run(res.adapter_dir.parent, tmp_path / "half", 0.5)
-    assert gguf == tmp_path / "half" / "adapter.gguf" and not (tmp_path / "half.partial").exists()
+    assert gguf == tmp_path / "half" / "adapter.gguf" and (tmp_path / "half.partial" / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half", "half.partial"]   # no build folder left
     record = json.loads((tmp_path / "half" / "lwm_train.json").read_text())
     assert record["interpolated"] == {"from": str(res.adapter_dir.parent.resolve()), "weight": 0.5}
     assert record["settings"]["lora_alpha"] == json.loads((res.adapter_dir.parent / "lwm_train.json").read_text())[
@@ -378,19 +381,26 @@ def test_interpolating_refuses_bad_input(tmp_path):
         interpolate_run(run, tmp_path / "out", 0.5)
     (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": 4}))
     (run / "lwm_train.json").write_text(json.dumps({"settings": {"model": "embedded"}}))
-    for weight in (0, -0.5, 1.5, float("nan")):
-        with pytest.raises(ValueError, match=r"weight must be a number in \(0, 1\]"):
+    for weight in (0, -0.5, 1.5, float("nan"), 1e-300):   # 1e-300: an alpha float32 rounds to 0 (full strength)
+        with pytest.raises(ValueError, match=r"weight must be a number in \[1e-06, 1\]"):
             interpolate_run(run, tmp_path / "out", weight)
-    with pytest.raises(ValueError, match="is the run itself"):
-        interpolate_run(run, run, 0.5)
-    with pytest.raises(ValueError, match="no number 'lora_alpha'"):
-        interpolate_run(run, tmp_path / "out", 0.5)
-    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+    for out in (run, run / "adapter" / "half", tmp_path):   # the run, inside it, around it
+        with pytest.raises(ValueError, match="inside it or around it"):
+            interpolate_run(run, out, 0.5)
+    for alpha in (None, True, -8, "8"):
+        (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": 4, "lora_alpha": alpha}))
+        with pytest.raises(ValueError, match="'lora_alpha' is not a positive number"):
+            interpolate_run(run, tmp_path / "out", 0.5)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
     (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": 4, "lora_alpha": 8}))
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        interpolate_run(run, tmp_path / "link", 0.5)
+
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="already holds something else"):
         interpolate_run(run, tmp_path / "busy", 0.5)
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
     cli = CliRunner().invoke(train_app, ["interpolate", str(run), "--out", str(tmp_path / "o"), "--weight", "2"])
-    assert cli.exit_code == 2 and "weight must be a number in (0, 1], got 2.0" in cli.output
+    assert cli.exit_code == 2 and "weight must be a number in [1e-06, 1], got 2.0" in cli.output
