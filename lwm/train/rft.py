@@ -108,6 +108,12 @@ class RFTConfig:
             session 14), the same attempts learned three ways: 20.5 %, 16.5 % and 17.5 % on
             unseen tasks; a ``DONE`` row after every accepted attempt (47 % of the rows) taught
             the policy to answer ``DONE`` before acting on families it was not trained on.
+        as_written: learn each answer as the policy wrote it (prose, fences and all; the earlier
+            answers in the prompt too, as evaluation shows them), not the action alone. The
+            turns learned are the same (:func:`accepted_examples`). Measured (``docs/results.md``,
+            session 15) on round two's rows: the action alone made the policy begin every db
+            answer with the one statement it was trained on (``CREATE TABLE``) and lose held-out
+            families the base solves; as written it kept them.
         anchor_tasks: a task file whose tasks anchor the policy: each task's first prompt is
             learned with the reference model's own greedy answer, as written — the model the
             policy's adapter applies to, without the adapter (``embedded``). Where the reward
@@ -136,6 +142,7 @@ class RFTConfig:
     threshold: float = 0.5
     well_formed_only: bool = True
     learn: str = "until-achieved"
+    as_written: bool = False
     anchor_tasks: Path | None = None
     max_steps: int = 30
     lr: float = 1e-4
@@ -188,8 +195,9 @@ class RFTConfig:
 
 
 #: What runs recorded before these settings existed did: they learned every answer the reward
-#: paid, and every turn.
-_BEFORE_RULES = {"well_formed_only": False, "learn": "every-turn"}
+#: paid, and every turn; and (sessions 13 and 14) the action alone — session 12's runs, which
+#: record none of these, learned answers as written: resuming one is refused, not retrained.
+_BEFORE_RULES = {"well_formed_only": False, "learn": "every-turn", "as_written": False}
 
 
 def earlier_round(policy: str | Path, out: str | Path) -> Path:
@@ -309,14 +317,17 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
-                      achieved_after: Mapping[str, int] | None = None, done: str = "never") -> list[dict[str, Any]]:
+                      achieved_after: Mapping[str, int] | None = None, done: str = "never",
+                      as_written: bool = False) -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
     agent's prompt as evaluation builds it and, as the completion, the action the environment
     ran alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
     prompt asks), the earlier answers in its prompt written the same way (TRL
-    prompt-completion). A turn whose action is not well formed (prose typed into the shell,
-    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none. An
-    attempt whose answers were not recorded (fewer than its turns) is not learned.
+    prompt-completion); with ``as_written``, the answer as the policy wrote it (prose and fences
+    too), the earlier answers in its prompt as well (as evaluation shows them). A turn whose
+    action is not well formed (prose typed into the shell, ``Output:`` sent to sqlite3) is not
+    learned; with ``well_formed_only`` there is none. An attempt whose answers were not recorded
+    (fewer than its turns) is not learned.
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
     :func:`achieved_turns`), an attempt is learned up to that turn (one it does not name,
@@ -332,14 +343,16 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
         raise ValueError(f"done must be never, every-attempt or once-per-task, not {done!r}")
     rows, stopped = [], set()   # stopped: the tasks already given a DONE row
     for traj in attempts:
-        said = [action_text(a) for a in traj.metadata.get("agent_answers", [])]
+        answers = traj.metadata.get("agent_answers", [])
+        ran = [action_text(a) for a in answers]
+        said = answers if as_written else ran
         if not is_accepted(traj, threshold, well_formed_only) or len(said) < len(traj.turns):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
         observations = [t.observation for t in traj.turns]
         spec = domains.get(traj.domain)
         last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
-        learned = [(f"turn{i + 1}", i, action) for i, action in enumerate(said[:last])
+        learned = [(f"turn{i + 1}", i, said[i]) for i, action in enumerate(ran[:last])
                    if well_formed_answer(spec, action)]
         key = (traj.domain, task.name)
         if (done != "never" and learned and not spec.ends_episode(traj.turns[last - 1].action)
@@ -475,7 +488,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         judged = {longer[r["id"]].id: r for r in judging.ordered(list(longer))}
         achieved = {i: r["turns"] for i, r in judged.items()}
     rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved,
-                             done=DONE_ROWS.get(config.learn, "never"))
+                             done=DONE_ROWS.get(config.learn, "never"), as_written=config.as_written)
     anchor_rows = []
     if rows:  # no anchor is paid for when there is nothing to fine-tune on
         anchored = run_jobs([(f"{d}/{t.name}/anchor", (factories[d], reference, t)) for d, t in anchors],

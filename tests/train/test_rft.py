@@ -101,6 +101,14 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     assert accepted_examples([fenced], threshold=0.5) == rows   # the fence is not part of the action
     spec = domains.get("terminal")
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
+    # as written: the same turns, each answer with its fence, and the earlier one so in the prompt
+    written = accepted_examples([fenced], threshold=0.5, as_written=True)
+    assert [r["completion"][0]["content"] for r in written] == ["```bash\nls\n```", "echo x > y"]
+    assert written[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["```bash\nls\n```"],
+                                                  ["root@sandbox:/app# ls"])
+    prose = fenced.model_copy(update={"metadata": {**ok.metadata, "agent_answers": ["I would list them.", "echo x > y"]}})
+    assert [r["id"] for r in accepted_examples([prose], 0.5, well_formed_only=False, as_written=True)] == [
+        "terminal/t/s0/turn2"]   # a turn whose action is not well formed is not learned, as written or not
 
 
 def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done():
