@@ -61,9 +61,7 @@ def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Pa
         RowFormatError: a JSON file of ``run`` is damaged (file and line).
         AdapterExportError, ModelUnavailableError: the GGUF export failed.
     """
-    from lwm.models.embedded import named_gguf
-    from lwm.train.export import export_lora_gguf
-    from lwm.train.rl import trained_model
+    from lwm.train.rl import export_adapter, trained_model
 
     if not (isinstance(weight, (int, float)) and math.isfinite(weight) and MIN_WEIGHT <= weight <= 1):
         raise ValueError(f"weight must be a number in [{MIN_WEIGHT:g}, 1], got {weight}")
@@ -95,16 +93,14 @@ def interpolate_run(run: str | Path, out: str | Path, weight: float = 0.5) -> Pa
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.interpolating-", dir=out.parent))
     try:
         shutil.copytree(run / "adapter", tmp / "adapter")
-        write_atomic(tmp / "adapter" / "adapter_config.json",
-                     json.dumps({**cfg, "lora_alpha": alpha * weight}, indent=2) + "\n")
+        write_atomic(tmp / "adapter" / "adapter_config.json", json.dumps(_scaled(cfg, weight), indent=2) + "\n")
         # the trainers' copies of the setting, kept in step with the adapter's
         meta = tmp / "adapter" / ADAPTER_META
         if meta.is_file():
             write_atomic(meta, json.dumps(_scaled(read_json(meta), weight), indent=2) + "\n")
         record.update({k: _scaled(record[k], weight) for k in ("settings", "config")
                        if isinstance(record.get(k), dict)})
-        base = named_gguf(trained_model(run))  # the weights the adapter was trained on (a shipped adapter merged in)
-        export_lora_gguf(tmp / "adapter", tmp / "adapter.gguf", base=str(base) if base else None)
+        export_adapter(tmp / "adapter", trained_model(run))
         write_atomic(tmp / RUN_FILE, json.dumps({**record, "interpolated": mark}, indent=2) + "\n")
         if out.exists():
             out.rmdir()   # empty, checked above

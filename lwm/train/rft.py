@@ -241,14 +241,12 @@ def _reference(config: RFTConfig) -> PolicySpec:
     return replace(_policy(config), adapter=None, temperature=0.0)
 
 
-def _anchor_tasks(config: RFTConfig) -> list[tuple[str, Task]]:
-    if not config.anchor_tasks:
-        return []
-    chosen = set(config.domains)   # as for the task file: --domain keeps those domains' tasks
-    items = [(d, t) for d, t, _ in read_task_file(config.anchor_tasks) if not chosen or d in chosen]
+def _task_file(path: Path, domains: tuple[str, ...]) -> list[tuple[str, Task]]:
+    """The tasks of a task file in ``domains`` (all when empty), held-out families refused."""
+    items = [(d, t) for d, t, _ in read_task_file(path) if not domains or d in domains]
     if not items:
-        raise ValueError(f"{config.anchor_tasks} holds no task of {', '.join(config.domains) or 'any domain'}")
-    refuse_heldout(items, config.anchor_tasks)
+        raise ValueError(f"{path} holds no task of {', '.join(domains) or 'any domain'}")
+    refuse_heldout(items, path)
     return items
 
 
@@ -285,11 +283,7 @@ def _anchor_problem(record: dict[str, Any]) -> str | None:
 
 def _tasks(config: RFTConfig) -> list[tuple[str, Task]]:
     if config.tasks_file:
-        chosen = set(config.domains)
-        items = [(d, t) for d, t, _ in read_task_file(config.tasks_file) if not chosen or d in chosen]
-        if not items:
-            raise ValueError(f"{config.tasks_file} holds no task of {', '.join(config.domains)}")
-        refuse_heldout(items, config.tasks_file)
+        items = _task_file(config.tasks_file, config.domains)
     else:
         items = [(d, t) for d in config.domains or ("terminal",) for t, _ in task_set(d, "train", config.tasks,
                                                                                         config.seed)]
@@ -448,7 +442,8 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     settings = config.out / "rft_settings.json"
     if settings.is_file():  # a resume with other settings is refused before any model loads
         check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
-    tasks, anchors = _tasks(config), _anchor_tasks(config)
+    tasks = _tasks(config)
+    anchors = _task_file(config.anchor_tasks, config.domains) if config.anchor_tasks else []
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks + anchors)}
     # the models load here, once: a mistyped name fails before the run directory is claimed (the
     # simulator's first: its names are typed, the policy's checked already)
@@ -491,11 +486,11 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
                              done=DONE_ROWS.get(config.learn, "never"), as_written=config.as_written)
     anchor_rows = []
     if rows:  # no anchor is paid for when there is nothing to fine-tune on
-        anchored = run_jobs([(f"{d}/{t.name}/anchor", (factories[d], reference, t)) for d, t in anchors],
-                            lambda job: anchor_row(*job), journal=config.out / "anchors.partial.jsonl",
+        jobs = [(f"{d}/{t.name}/anchor", (factories[d], reference, t)) for d, t in anchors]
+        anchored = run_jobs(jobs, lambda job: anchor_row(*job), journal=config.out / "anchors.partial.jsonl",
                             description="anchors", progress=show_progress, check=_anchor_problem)
         _refuse_failures(anchored, "anchors", len(anchors))
-        anchor_rows = anchored.ordered([f"{d}/{t.name}/anchor" for d, t in anchors])
+        anchor_rows = anchored.ordered([i for i, _ in jobs])
     learned = {t.id: (achieved or {}).get(t.id, len(t.turns)) for t in accepted}  # turns learned from
     done = sum(1 for r in rows if r["id"].endswith("/done"))
     paid = [t for t in attempts if is_accepted(t, config.threshold, well_formed_only=False)]

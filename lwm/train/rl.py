@@ -726,15 +726,26 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
     return result
 
 
-def _export(adapter: Path, model: str) -> tuple[Path | None, str | None]:
-    """The adapter as a GGUF LoRA for llama.cpp, against the GGUF the model came from."""
-    from lwm.errors import LwmError
+def export_adapter(adapter: Path, model: str) -> Path:
+    """Write ``adapter`` as a GGUF LoRA for llama.cpp, ``adapter.parent / "adapter.gguf"``, against
+    the GGUF the model came from (a shipped adapter merged in).
+
+    Raises:
+        as :func:`lwm.train.export.export_lora_gguf` and :func:`lwm.models.embedded.named_gguf`.
+    """
     from lwm.models.embedded import named_gguf
     from lwm.train.export import export_lora_gguf
 
+    base = named_gguf(model)  # the weights the adapter was trained on
+    return export_lora_gguf(adapter, adapter.parent / "adapter.gguf", base=str(base) if base else None).path
+
+
+def _export(adapter: Path, model: str) -> tuple[Path | None, str | None]:
+    """:func:`export_adapter`, its failure returned as ``(None, reason)`` (a trained run keeps its adapter)."""
+    from lwm.errors import LwmError
+
     try:
-        base = named_gguf(model)  # the weights the adapter was trained on (a shipped adapter merged in)
-        return export_lora_gguf(adapter, adapter.parent / "adapter.gguf", base=str(base) if base else None).path, None
+        return export_adapter(adapter, model), None
     except (LwmError, OSError, ValueError) as e:
         return None, f"{type(e).__name__}: {e}"
 
