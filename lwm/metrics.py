@@ -167,3 +167,22 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """The exact two-sided sign test of paired outcomes (McNemar's exact test): the
+    probability, were both sides equally likely to win a discordant pair, of a split at
+    least as uneven as ``wins`` against ``losses`` (the binomial with p = 1/2; ties are left
+    out before). 1.0 when there is no discordant pair.
+
+    >>> round(sign_test(21, 0), 8), round(sign_test(14, 11), 3), sign_test(0, 0)
+    (9.5e-07, 0.69, 1.0)
+
+    Raises:
+        ValueError: a count below 0.
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError(f"counts must be at least 0, got {wins} and {losses}")
+    n = wins + losses
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)

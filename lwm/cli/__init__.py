@@ -447,6 +447,30 @@ def agent_eval(
     _html_report(out)
 
 
+@agent_app.command("compare")
+def agent_compare(
+    runs: list[Path] = typer.Argument(..., help="lwm agent eval run directories of the same tasks; the first is the "
+                                      "baseline the others are compared with, task by task."),
+    out: Path | None = typer.Option(None, help="Also write the comparison as JSON to this file."),
+    report: Path | None = typer.Option(None, help="Also write an HTML report of the runs side by side (as lwm "
+                                       "report) to this file."),
+) -> None:
+    """Policies side by side on the same tasks: success with 95% intervals over all, per domain and per family
+    (held-out families marked), and against the baseline the tasks only each solved, with the exact sign test."""
+    from lwm.eval.compare import compare_agent_runs
+    from lwm.jsonl import write_atomic
+
+    comparison = call(compare_agent_runs, runs)
+    Console(soft_wrap=True).print(comparison.to_markdown(), markup=False, highlight=False)
+    if out:
+        call(write_atomic, out, json.dumps(comparison.to_dict(), indent=2) + "\n")
+        note(f"wrote {out}")
+    if report:
+        from lwm.eval.html_report import write_html_report
+
+        note(f"wrote {call(write_html_report, runs, report, title='lwm agent compare')}")
+
+
 @agent_app.command("tasks")
 def agent_tasks(
     out: Path = typer.Argument(..., help="The task file to write (JSONL; read by lwm agent eval --tasks-file)."),

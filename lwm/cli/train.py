@@ -175,7 +175,7 @@ def rft(
     threshold: float = option(RFTConfig, "threshold"),
     well_formed_only: bool = option(RFTConfig, "well_formed_only", "--well-formed-only/--any-answer"),
     learn: str = option(RFTConfig, "learn"),
-    as_written: bool = option(RFTConfig, "as_written", "--as-written/--action-alone"),
+    form: str = option(RFTConfig, "form"),
     anchor_tasks: Path | None = option(RFTConfig, "anchor_tasks", default=None),
     max_steps: int = option(RFTConfig, "max_steps", min=1),
     lr: float = option(RFTConfig, "lr"),
@@ -190,7 +190,7 @@ def rft(
     config = call(RFTConfig, out=out, domains=tuple(domain), tasks=tasks, tasks_file=tasks_file, samples=samples,
                   policy=policy, temperature=temperature, max_turns=max_turns, backend=backend, world_model=world_model,
                   reward=reward, threshold=threshold, well_formed_only=well_formed_only, learn=learn,
-                  as_written=as_written, anchor_tasks=anchor_tasks, max_steps=max_steps, lr=lr, lora_r=lora_r,
+                  form=form, anchor_tasks=anchor_tasks, max_steps=max_steps, lr=lr, lora_r=lora_r,
                   seed=seed)
     res = call(train_rft, config, show_progress=progress, resume=out)
     s = res.summary

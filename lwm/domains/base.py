@@ -40,6 +40,11 @@ class AgentTool:
         well_formed: whether what the agent wrote looks like one action of this tool (a
             command on one line, SQL ending a statement, Python that compiles): the format
             reward of RL. Default: non-empty.
+        fence: the language tag of a Markdown code block holding one action as the agent
+            writes it, as chat models do unasked (the ``fenced`` form of the rows
+            :func:`lwm.train.rft.accepted_examples` learns). Default ``None``: the domain's
+            ``action_lang``; the terminal's agent writes a command line (``bash``), not the
+            keystroke JSON of its rows.
     """
 
     name: str
@@ -47,6 +52,7 @@ class AgentTool:
     argument: str = "action"
     to_action: Callable[[str], str] = field(default=str.strip)
     well_formed: Callable[[str], bool] = field(default=bool)
+    fence: str | None = None
 
     def schema(self) -> dict[str, Any]:
         """The tool as an OpenAI-style function definition (``{"type": "function", …}``):

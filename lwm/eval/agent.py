@@ -64,7 +64,8 @@ class AgentEvalConfig:
             instead of drawing them from families; ``split``, ``tasks`` and ``seed`` then
             do not apply.
         policy: the agent: ``oracle`` (plays the tasks' reference solutions), ``embedded``
-            (SmolLM2-135M-Instruct), ``embedded-warmup`` (the same with the world-model
+            (SmolLM2-135M-Instruct), ``embedded-agent`` (the same with the shipped agent
+            adapter, trained inside the simulator), ``embedded-warmup`` (with the world-model
             warm-up), a ``.gguf`` file, ``hf:<model dir>``, or the model name served at
             ``policy_base_url``.
         policy_base_url: the agent's OpenAI-compatible endpoint.
@@ -250,7 +251,15 @@ def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
                             compact_tools=config.compact_tools)
 
 
-def _rate(successes: int, n: int) -> dict[str, Any]:
+def succeeded(episode: Trajectory) -> bool:
+    """Whether an episode counts as a success: its reward is at least 0.5 (an unknown verdict
+    is a failure)."""
+    return (episode.reward or 0) >= 0.5
+
+
+def success_rate(successes: int, n: int) -> dict[str, Any]:
+    """A success count as ``{"n", "successes", "rate", "ci95"}``: the rate and its 95 % Wilson
+    interval in [0, 1] (``None`` for no episode)."""
     if n == 0:
         return {"n": 0, "successes": 0, "rate": None, "ci95": None}
     low, high = wilson_interval(successes, n)
@@ -279,7 +288,7 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
         meta = [e.metadata for e in eps]
         actions = sum(m.get("actions", 0) for m in meta)
         answers = [w for m in meta for w in m.get("agent_well_formed", [])]
-        g = {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps)),
+        g = {"success": success_rate(sum(map(succeeded, eps)), len(eps)),
              "unknown_verdicts": sum(1 for e in eps if e.reward is None),
              "broken_episodes": sum(1 for m in meta if m.get("broken")),
              "valid_action_rate": round(sum(m.get("valid_actions", 0) for m in meta) / actions, 4) if actions else None,
@@ -292,7 +301,7 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
         if backend_spec(backend).all_simulated and replayed:
             real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
             sim_ok = sum(1 for e in replayed if (e.reward or 0) >= 0.5)
-            g["real_success_of_simulated_actions"] = _rate(real_ok, len(replayed))
+            g["real_success_of_simulated_actions"] = success_rate(real_ok, len(replayed))
             g["sim_to_real_ratio"] = round(sim_ok / real_ok, 3) if real_ok else None
             g["false_successes"] = sum(1 for e in replayed if (e.reward or 0) >= 0.5 > (e.metadata["real_reward"] or 0))
             both = sum(1 for e in replayed if (e.reward or 0) >= 0.5 and (e.metadata["real_reward"] or 0) >= 0.5)
@@ -302,11 +311,12 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
 
     return {"backend": backend, "episodes": len(episodes), "overall": group(episodes),
             "domains": {d: group(eps) for d, eps in sorted(by_domain.items())},
-            "families": {f: {"success": _rate(sum(1 for e in eps if (e.reward or 0) >= 0.5), len(eps))}
+            "families": {f: {"success": success_rate(sum(map(succeeded, eps)), len(eps))}
                          for f, eps in sorted(by_family.items())}}
 
 
-def _fmt_rate(r: dict[str, Any] | None) -> str:
+def format_rate(r: dict[str, Any] | None) -> str:
+    """A :func:`success_rate` as ``"12.5 % [8.6, 17.8] (25/200)"`` (``"—"`` for none)."""
     if not r or r["rate"] is None:
         return "—"
     return f"{100 * r['rate']:.1f} % [{100 * r['ci95'][0]:.1f}, {100 * r['ci95'][1]:.1f}] ({r['successes']}/{r['n']})"
@@ -330,16 +340,16 @@ def to_markdown(summary: dict[str, Any]) -> str:
                  f" World model {s.get('world_model')}, reward {s.get('reward')}." if sim else ""), "",
              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, g in [*summary["domains"].items(), ("all", summary["overall"])]:
-        row = [_fmt_rate(g["success"]), g["unknown_verdicts"], g.get("broken_episodes", 0), g["valid_action_rate"],
+        row = [format_rate(g["success"]), g["unknown_verdicts"], g.get("broken_episodes", 0), g["valid_action_rate"],
                g["well_formed_answer_rate"], g["cut_answers"],
                g["mean_turns"], g["real_steps"], g["play_seconds"]]
         if sim:
-            row += [_fmt_rate(g.get("real_success_of_simulated_actions")), g.get("sim_to_real_ratio"),
+            row += [format_rate(g.get("real_success_of_simulated_actions")), g.get("sim_to_real_ratio"),
                     g.get("false_successes"), g.get("reward_precision"), g.get("reward_recall")]
         lines.append(f"| {name} | " + " | ".join("—" if v is None else str(v) for v in row) + " |")
     if summary.get("families"):
         lines += ["", "| family | success ± 95% CI |", "|---|---|"]
-        lines += [f"| {f} | {_fmt_rate(g['success'])} |" for f, g in summary["families"].items()]
+        lines += [f"| {f} | {format_rate(g['success'])} |" for f, g in summary["families"].items()]
     if summary.get("failed"):
         lines += ["", f"{len(summary['failed'])} episodes failed to play (see summary.json)."]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,8 @@ A name is one of
 
 * a **named model** ``lwm`` ships (:data:`NAMED`): ``embedded`` (the bundled SmolLM2 on
   llama.cpp), ``embedded-warmup`` (with the shipped warm-up adapter: the default world
-  model), ``embedded-verdict`` (with the shipped verdict adapter: the reward model);
+  model), ``embedded-verdict`` (with the shipped verdict adapter: the reward model),
+  ``embedded-agent`` (with the shipped agent adapter: a policy trained inside the simulator);
 * a **reference predictor** of ``lwm eval``, ``baseline:trivial`` or ``baseline:repeat-last``
   (no model; :mod:`lwm.eval.baselines`);
 * a **GGUF file** (``*.gguf``) run by llama.cpp, or a **transformers** model directory
@@ -77,6 +78,9 @@ NAMED: dict[str, ModelRef] = {ref.name: ref for ref in (
              judged_by="embedded"),
     ModelRef("embedded-verdict", "embedded", adapter="smollm2-135m-verdict.gguf",
              description="the base model with the shipped verdict adapter: the reward model of --reward verdict"),
+    ModelRef("embedded-agent", "embedded", adapter="smollm2-135m-agent.gguf",
+             description="the base model with the shipped agent adapter: a policy (db, code) trained only inside "
+                         "the simulator, for lwm agent eval --policy"),
 )}
 
 

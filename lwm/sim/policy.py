@@ -93,6 +93,18 @@ def action_text(text: str) -> str:
     return _answer(text)[0]
 
 
+def fenced_action(domain: Domain, text: str) -> str:
+    """An agent's answer rewritten as its action (:func:`action_text`) in one Markdown code block
+    tagged with the tool's language (:attr:`lwm.domains.AgentTool.fence`, else the domain's
+    ``action_lang``) and nothing around it: the form chat models write actions in unasked,
+    without their prose. ``DONE`` (or no action) stays as it is."""
+    action = action_text(text)
+    if not action or action.upper().rstrip(".") == DONE:
+        return action
+    lang = domain.action_lang if domain.tool.fence is None else domain.tool.fence
+    return f"```{lang}\n{action}\n```"
+
+
 def read_action(domain: Domain, text: str) -> str | None:
     """The action in an agent's answer (see the module docstring); ``None`` when the agent
     is done (``DONE``, or nothing but reasoning)."""
@@ -175,7 +187,7 @@ class PolicySpec:
     Attributes:
         name: ``scripted`` (the scripted episodes' own actions, by task name: the suite's,
             or a task set's reference solutions), or the agent's model: ``embedded`` (the
-            bundled SmolLM2-135M-Instruct), ``embedded-warmup``, a ``.gguf`` file,
+            bundled SmolLM2-135M-Instruct), ``embedded-agent``, ``embedded-warmup``, a ``.gguf`` file,
             ``hf:<model dir>`` (a trained checkpoint, transformers), or the name served at
             ``base_url``.
         base_url: the agent's OpenAI-compatible endpoint.

@@ -37,12 +37,13 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lwm import domains
+from lwm.domains import Domain
 from lwm.domains.tasks import read_task_file, refuse_heldout, task_file_digest, task_set
 from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, JobsFailedError
@@ -52,7 +53,7 @@ from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.env import DEFAULT_REWARD
-from lwm.sim.policy import DONE, PolicySpec, action_text, agent_messages, well_formed_answer
+from lwm.sim.policy import DONE, PolicySpec, action_text, agent_messages, fenced_action, well_formed_answer
 from lwm.sim.rollout import EpisodeJob, play_for_real
 from lwm.train.records import check_lr
 
@@ -68,6 +69,14 @@ LEARN = ("until-achieved", "until-achieved-then-done", "until-achieved-then-done
 
 #: Which accepted attempts are followed by a ``DONE`` row, per ``learn`` (:func:`accepted_examples`).
 DONE_ROWS = {"until-achieved-then-done": "every-attempt", "until-achieved-then-done-once": "once-per-task"}
+
+#: How a learned answer is written, per ``form`` (:func:`accepted_examples`): ``(domain, the
+#: answer as the policy wrote it) -> the completion``.
+FORMS: dict[str, Callable[[Domain, str], str]] = {
+    "action": lambda domain, answer: action_text(answer),
+    "fenced": fenced_action,
+    "as-written": lambda domain, answer: answer,
+}
 
 
 @dataclass
@@ -108,12 +117,17 @@ class RFTConfig:
             session 14), the same attempts learned three ways: 20.5 %, 16.5 % and 17.5 % on
             unseen tasks; a ``DONE`` row after every accepted attempt (47 % of the rows) taught
             the policy to answer ``DONE`` before acting on families it was not trained on.
-        as_written: learn each answer as the policy wrote it (prose, fences and all; the earlier
-            answers in the prompt too, as evaluation shows them), not the action alone. The
-            turns learned are the same (:func:`accepted_examples`). Measured (``docs/results.md``,
-            session 15) on round two's rows: the action alone made the policy begin every db
-            answer with the one statement it was trained on (``CREATE TABLE``) and lose held-out
-            families the base solves; as written it kept them.
+        form: how each learned answer is written (:data:`FORMS`; the earlier answers in the
+            prompt too): ``action``, the action alone, as the agent's system prompt asks;
+            ``fenced``, the action in one code block of the tool's language and nothing around
+            it (:func:`~lwm.sim.policy.fenced_action`), as the model writes unasked;
+            ``as-written``, the answer as the policy wrote it (prose, fences and all, as
+            evaluation shows it). The turns learned are the same (:func:`accepted_examples`).
+            Measured (``docs/results.md``, session 15) on round two's rows: the action alone
+            made the policy begin every db answer with the one statement it was trained on
+            (``CREATE TABLE``) and lose held-out families the base solves; as written it kept
+            them and learned the prose too; fenced kept them and learned as much as the action
+            alone.
         anchor_tasks: a task file whose tasks anchor the policy: each task's first prompt is
             learned with the reference model's own greedy answer, as written — the model the
             policy's adapter applies to, without the adapter (``embedded``). Where the reward
@@ -142,7 +156,7 @@ class RFTConfig:
     threshold: float = 0.5
     well_formed_only: bool = True
     learn: str = "until-achieved"
-    as_written: bool = False
+    form: str = "action"
     anchor_tasks: Path | None = None
     max_steps: int = 30
     lr: float = 1e-4
@@ -159,6 +173,8 @@ class RFTConfig:
         backend_spec(self.backend, allowed=TASK_BACKENDS)
         if self.learn not in LEARN:
             raise ValueError(f"learn must be one of {', '.join(LEARN)}, not {self.learn!r}")
+        if self.form not in FORMS:
+            raise ValueError(f"form must be one of {', '.join(FORMS)}, not {self.form!r}")
         if self.reward not in REWARD_SOURCES:
             raise ValueError(f"unknown reward source {self.reward!r} ({', '.join(REWARD_SOURCES)})")
         for name in ("tasks", "samples", "max_turns", "max_steps", "lora_r"):
@@ -197,7 +213,16 @@ class RFTConfig:
 #: What runs recorded before these settings existed did: they learned every answer the reward
 #: paid, and every turn; and (sessions 13 and 14) the action alone — session 12's runs, which
 #: record none of these, learned answers as written: resuming one is refused, not retrained.
-_BEFORE_RULES = {"well_formed_only": False, "learn": "every-turn", "as_written": False}
+_BEFORE_RULES = {"well_formed_only": False, "learn": "every-turn", "form": "action"}
+
+
+def _recorded_defaults(settings: Path) -> dict[str, Any]:
+    """:data:`_BEFORE_RULES`, with the ``form`` of a run recorded by session 15 (a boolean
+    ``as_written`` then) read from its record."""
+    recorded = read_json(settings) if settings.is_file() else {}
+    if "as_written" in recorded and "form" not in recorded:
+        return {**_BEFORE_RULES, "form": "as-written" if recorded["as_written"] else "action"}
+    return _BEFORE_RULES
 
 
 def earlier_round(policy: str | Path, out: str | Path) -> Path:
@@ -312,16 +337,15 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
                       achieved_after: Mapping[str, int] | None = None, done: str = "never",
-                      as_written: bool = False) -> list[dict[str, Any]]:
+                      form: str = "action") -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
-    agent's prompt as evaluation builds it and, as the completion, the action the environment
-    ran alone (:func:`~lwm.sim.policy.action_text`: no words around it, as the agent's system
-    prompt asks), the earlier answers in its prompt written the same way (TRL
-    prompt-completion); with ``as_written``, the answer as the policy wrote it (prose and fences
-    too), the earlier answers in its prompt as well (as evaluation shows them). A turn whose
-    action is not well formed (prose typed into the shell, ``Output:`` sent to sqlite3) is not
-    learned; with ``well_formed_only`` there is none. An attempt whose answers were not recorded
-    (fewer than its turns) is not learned.
+    agent's prompt as evaluation builds it and, as the completion, the policy's answer written
+    in ``form`` (:data:`FORMS`: the action alone, :func:`~lwm.sim.policy.action_text`, as the
+    agent's system prompt asks; ``fenced``, in one code block of the tool's language; or
+    ``as-written``), the earlier answers in its prompt written the same way (TRL
+    prompt-completion). A turn whose action is not well formed (prose typed into the shell,
+    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none. An
+    attempt whose answers were not recorded (fewer than its turns) is not learned.
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
     :func:`achieved_turns`), an attempt is learned up to that turn (one it does not name,
@@ -331,20 +355,23 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
     only after the first such attempt of each task; ``never``, no ``DONE``.
 
     Raises:
-        ValueError: ``done`` is none of ``never``, ``every-attempt``, ``once-per-task``.
+        ValueError: ``done`` is none of ``never``, ``every-attempt``, ``once-per-task``, or
+            ``form`` is not in :data:`FORMS`.
     """
     if done not in ("never", *DONE_ROWS.values()):
         raise ValueError(f"done must be never, every-attempt or once-per-task, not {done!r}")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
     rows, stopped = [], set()   # stopped: the tasks already given a DONE row
     for traj in attempts:
         answers = traj.metadata.get("agent_answers", [])
-        ran = [action_text(a) for a in answers]
-        said = answers if as_written else ran
-        if not is_accepted(traj, threshold, well_formed_only) or len(said) < len(traj.turns):
+        if not is_accepted(traj, threshold, well_formed_only) or len(answers) < len(traj.turns):
             continue
         task = Task.from_dict(traj.metadata["task_spec"])
         observations = [t.observation for t in traj.turns]
         spec = domains.get(traj.domain)
+        ran = [action_text(a) for a in answers]
+        said = [FORMS[form](spec, a) for a in answers]
         last = len(traj.turns) if achieved_after is None else achieved_after.get(traj.id, len(traj.turns))
         learned = [(f"turn{i + 1}", i, said[i]) for i, action in enumerate(ran[:last])
                    if well_formed_answer(spec, action)]
@@ -441,7 +468,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     t0 = time.monotonic()
     settings = config.out / "rft_settings.json"
     if settings.is_file():  # a resume with other settings is refused before any model loads
-        check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
+        check_run_settings(settings, config.settings(), defaults=_recorded_defaults(settings))
     tasks = _tasks(config)
     anchors = _task_file(config.anchor_tasks, config.domains) if config.anchor_tasks else []
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks + anchors)}
@@ -457,7 +484,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     if anchors:
         reference.make(anchors[0][0])
     config.out.mkdir(parents=True, exist_ok=True)
-    check_run_settings(settings, config.settings(), defaults=_BEFORE_RULES)
+    check_run_settings(settings, config.settings(), defaults=_recorded_defaults(settings))
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
@@ -483,7 +510,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
         judged = {longer[r["id"]].id: r for r in judging.ordered(list(longer))}
         achieved = {i: r["turns"] for i, r in judged.items()}
     rows = accepted_examples(accepted, config.threshold, config.well_formed_only, achieved,
-                             done=DONE_ROWS.get(config.learn, "never"), as_written=config.as_written)
+                             done=DONE_ROWS.get(config.learn, "never"), form=config.form)
     anchor_rows = []
     if rows:  # no anchor is paid for when there is nothing to fine-tune on
         jobs = [(f"{d}/{t.name}/anchor", (factories[d], reference, t)) for d, t in anchors]

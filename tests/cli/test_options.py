@@ -15,7 +15,7 @@ from lwm.cli.common import declared_default, field_docs
 CLI_ONLY = {
     "progress", "force", "src", "format", "strict", "trajectories", "host", "port", "name", "n_ctx",
     "threads", "prompt_cache_mb", "adapter", "cache", "max_sessions", "max_turns", "suite", "domain", "backend", "out",
-    "concurrency", "more", "runs", "title", "episodes", "run",
+    "concurrency", "more", "runs", "title", "episodes", "run", "report",
 }
 
 

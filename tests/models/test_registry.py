@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -23,6 +26,16 @@ def test_every_kind_of_name_resolves_to_one_meaning():
     served = resolve("embedded-warmup", base_url="http://127.0.0.1:8000/v1")   # a server's name is its own
     assert served.kind == "served" and not served.takes_adapter
     assert resolve("baseline:trivial").is_reference and resolve("baseline:repeat-last").kind == "reference"
+
+
+def test_every_shipped_adapter_is_the_file_its_record_describes():
+    shipped = [ref for ref in NAMED.values() if ref.adapter]
+    assert {ref.name for ref in shipped} == {"embedded-warmup", "embedded-verdict", "embedded-agent"}
+    for ref in shipped:
+        path = shipped_adapter_file(ref)
+        record = json.loads(path.with_suffix(".json").read_text())
+        assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest(), ref.name
+        assert path.stat().st_size <= 20 * 2**20 and record["commands"], ref.name   # issue 22: 20 MB at most
 
 
 def test_bad_names_are_refused_with_what_is_known():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,10 @@ from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.models.base import FunctionChatModel
 from lwm.schema import Provenance, Trajectory, Turn
 from lwm.sim.backends import EnvFactory, task_env_factory
-from lwm.sim.policy import PolicySpec, agent_messages
+from lwm.sim.policy import PolicySpec, action_text, agent_messages, fenced_action
 from lwm.train.curriculum import choose, family_table, write_curriculum
 from lwm.train.rft import (
+    FORMS,
     RFTConfig,
     accepted_examples,
     achieved_turns,
@@ -102,13 +104,37 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     spec = domains.get("terminal")
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
     # as written: the same turns, each answer with its fence, and the earlier one so in the prompt
-    written = accepted_examples([fenced], threshold=0.5, as_written=True)
+    written = accepted_examples([fenced], threshold=0.5, form="as-written")
     assert [r["completion"][0]["content"] for r in written] == ["```bash\nls\n```", "echo x > y"]
     assert written[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["```bash\nls\n```"],
                                                   ["root@sandbox:/app# ls"])
+    # fenced: every action in a block of the tool's language, nothing around it, whatever the policy wrote
+    talkative = ok.model_copy(update={"metadata": {**ok.metadata, "agent_answers": [
+        "To list them:\n```\nls\n```\nOutput: a.txt", "echo x > y"]}})
+    in_fences = accepted_examples([talkative], 0.5, well_formed_only=False, form="fenced")
+    assert [r["completion"][0]["content"] for r in in_fences] == ["```bash\nls\n```", "```bash\necho x > y\n```"]
+    assert in_fences[1]["prompt"] == written[1]["prompt"]
+    assert [r["completion"][0]["content"] for r in accepted_examples([talkative], 0.5, well_formed_only=False)] == [
+        "ls", "echo x > y"]
     prose = fenced.model_copy(update={"metadata": {**ok.metadata, "agent_answers": ["I would list them.", "echo x > y"]}})
-    assert [r["id"] for r in accepted_examples([prose], 0.5, well_formed_only=False, as_written=True)] == [
-        "terminal/t/s0/turn2"]   # a turn whose action is not well formed is not learned, as written or not
+    for form in FORMS:   # a turn whose action is not well formed is not learned, in any form
+        assert [r["id"] for r in accepted_examples([prose], 0.5, well_formed_only=False, form=form)] == [
+            "terminal/t/s0/turn2"]
+    with pytest.raises(ValueError, match="form must be one of action, fenced, as-written, not 'prose'"):
+        accepted_examples([ok], 0.5, form="prose")
+
+
+def test_a_fenced_action_is_tagged_with_its_tools_language_and_read_back_the_same():
+    for domain, answer, block in (("db", "SELECT 1;", "```sql\nSELECT 1;\n```"),
+                                  ("code", "```py\nx = 1\n```\nThis sets x.", "```python\nx = 1\n```"),
+                                  ("swe", '{"name": "read", "arguments": {}}', '```json\n{"name": "read", "arguments": {}}\n```'),
+                                  ("web", "click('3')", "```python\nclick('3')\n```"),
+                                  ("terminal", "ls -la", "```bash\nls -la\n```")):
+        spec = domains.get(domain)
+        assert fenced_action(spec, answer) == block
+        assert action_text(block) == action_text(answer)   # read back, the same action
+    for answer in ("DONE", "done.", "", "<think>nothing yet</think>"):
+        assert fenced_action(domains.get("db"), answer) == action_text(answer)   # no action: not fenced
 
 
 def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done():
@@ -281,6 +307,7 @@ def test_rft_refuses_bad_settings(tmp_path):
                             ({"temperature": float("inf")}, "temperature must be a finite"),
                             ({"lr": float("nan")}, r"lr must be a number in \(0, 1\]"), ({"lr": 0.0}, "lr must be"),
                             ({"lr": 10.0}, "lr must be"), ({"learn": "done"}, "learn must be one of until-achieved"),
+                            ({"form": "prose"}, "form must be one of action, fenced, as-written"),
                             ({"seed": -1}, r"seed must be in \[0, 2\*\*31 - samples\]"),
                             ({"threshold": 0.0}, "threshold"), ({"backend": "hybrid"}, "backend .hybrid. is not one this command plays .one of real, sim.")):
         with pytest.raises(ValueError, match=message):
@@ -338,6 +365,24 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
     with pytest.raises(RunMismatchError, match="anchor_tasks"):
         train_rft(anchored, show_progress=False)
     assert config.settings()["anchor_tasks"] is None
+    # session 15 recorded the form as a boolean: as_written true is resumed as form as-written, and only so
+    recorded = {k: v for k, v in config.settings().items() if k != "form"}
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**recorded, "as_written": True}))
+    with pytest.raises(RunMismatchError, match="form: started with 'as-written', now 'action'"):
+        train_rft(config, show_progress=False)
+
+    class Resumed(Exception):
+        pass
+
+    def resumed(config, domain):
+        raise Resumed
+
+    monkeypatch.setattr(rft, "_factory", resumed)
+    with pytest.raises(Resumed):   # past the settings check, on to load the models
+        train_rft(replace(config, form="as-written"), show_progress=False)
+    (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**recorded, "as_written": False}))
+    with pytest.raises(Resumed):
+        train_rft(config, show_progress=False)
 
 
 @needs_sandbox

@@ -19,7 +19,7 @@ DOMAIN = Domain(
         "Type into a bash shell (tmux, 80x24, working directory /app) and see the screen. The action is a "
         "command line, typed and run (example: ls -la), or a JSON list of keystrokes "
         '[{"keystrokes": text, "duration": seconds}] where "\\n" presses Enter and tmux key names such as "C-c" '
-        "are key presses."), to_action=spec.agent_action, well_formed=spec.one_command),
+        "are key presses."), to_action=spec.agent_action, well_formed=spec.one_command, fence="bash"),
     rubric=rubrics.TERMINAL,
     reward_rubric=('Success in a terminal: the files, directories and outputs the task asks for exist with '
                    'exactly the asked content, as the last screens show them (a command echoed at the prompt is '
