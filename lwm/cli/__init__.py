@@ -457,17 +457,21 @@ def agent_compare(
 ) -> None:
     """Policies side by side on the same tasks: success with 95% intervals over all, per domain and per family
     (held-out families marked), and against the baseline the tasks only each solved, with the exact sign test."""
-    from lwm.eval.compare import compare_agent_runs
+    from lwm.eval.compare import compare_agent_runs, safe_output
+    from lwm.eval.html_report import write_html_report
     from lwm.jsonl import write_atomic
 
+    for flag, path, kind in (("--out", out, "json"), ("--report", report, "html")):
+        if path is not None:
+            call(safe_output, path, flag, runs, kind)
+    if out is not None and report is not None and out.resolve() == report.resolve():
+        fail(ValueError("--out and --report name the same file"))
     comparison = call(compare_agent_runs, runs)
     Console(soft_wrap=True).print(comparison.to_markdown(), markup=False, highlight=False)
     if out:
         call(write_atomic, out, json.dumps(comparison.to_dict(), indent=2) + "\n")
         note(f"wrote {out}")
     if report:
-        from lwm.eval.html_report import write_html_report
-
         note(f"wrote {call(write_html_report, runs, report, title='lwm agent compare')}")
 
 

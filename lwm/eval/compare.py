@@ -11,6 +11,7 @@ family is held out (never trained on).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -18,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from lwm.domains.tasks import heldout_families
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.agent import format_rate, succeeded, success_rate
 from lwm.jsonl import read_json
 from lwm.metrics import sign_test
-from lwm.schema import read_trajectories
+from lwm.schema import Trajectory, read_trajectories
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,12 @@ class AgentComparison:
         tasks: the tasks every run played.
         overall: per run, the success: ``{"n", "successes", "rate", "ci95"}`` (rates in [0, 1]).
         domains: domain → per run, the success there.
-        paired: per run, against the baseline: ``{"only_this", "only_baseline", "p"}``
-            (``None`` for the baseline itself).
+        paired: per run, against the baseline: ``{"only_this", "only_baseline", "p",
+            "only_this_tasks", "only_baseline_tasks"}`` (counts, the sign test's p, the task
+            ids); ``None`` for the baseline itself.
         families: ``domain/family`` → ``{"heldout": bool, "n": int, "successes": [per run]}``.
+        differing: settings besides the policy in which the runs differ (``max_turns``,
+            ``temperature`` …) → each run's value: the rates then measure different things.
     """
 
     runs: list[str]
@@ -49,6 +53,7 @@ class AgentComparison:
     domains: dict[str, list[dict[str, Any]]]
     paired: list[dict[str, Any] | None]
     families: dict[str, dict[str, Any]]
+    differing: dict[str, list[Any]]
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-ready data."""
@@ -58,16 +63,19 @@ class AgentComparison:
         """The comparison as Markdown: one row per run, then one per task family."""
         doms = list(self.domains)
         head = ["run", "policy", "success ± 95% CI", *doms, "only this / only the baseline", "sign test p"]
-        lines = [f"# lwm agent compare: {self.tasks} tasks, the same for every run ({self.backend})", "",
-                 "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        tasks = f"{self.tasks} task{'s' if self.tasks != 1 else ''}"
+        lines = [f"# lwm agent compare: {tasks}, the same for every run ({self.backend})", ""]
+        lines += [f"Note: the runs differ in {k} ({', '.join(map(str, v))}): their rates measure different things."
+                  for k, v in self.differing.items()] + ([""] if self.differing else [])
+        lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for i, run in enumerate(self.runs):
             pair = self.paired[i]
             cells = [run, self.policies[i], format_rate(self.overall[i]),
                      *(f"{self.domains[d][i]['successes']}/{self.domains[d][i]['n']}" for d in doms),
                      f"{pair['only_this']} / {pair['only_baseline']}" if pair else "(baseline)",
                      f"{pair['p']:.3g}" if pair else ""]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines += ["", "| family | split | tasks | " + " | ".join(self.runs) + " |",
+            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        lines += ["", "| family | split | tasks | " + " | ".join(map(_md, self.runs)) + " |",
                   "|---" * (3 + len(self.runs)) + "|"]
         for name, f in self.families.items():
             lines.append(f"| {name} | {'held out' if f['heldout'] else 'train'} | {f['n']} | "
@@ -75,38 +83,69 @@ class AgentComparison:
         return "\n".join(lines) + "\n"
 
 
-def _load(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    # (the run's summary, its episodes by id)
+def _md(cell: Any) -> str:
+    return str(cell).replace("|", "\\|")   # a table cell: a run's name may hold a pipe
+
+
+#: Settings of ``lwm agent eval`` that make two runs' rates measure different things.
+_COMPARED_SETTINGS = ("max_turns", "temperature")
+
+
+def _load(run: Path) -> tuple[dict[str, Any], dict[str, Trajectory]]:
+    # (the run's settings, its episodes by id), checked
+    if not run.is_dir():
+        raise DataNotFoundError(f"no run directory {run}")
     for name in ("summary.json", "episodes.jsonl"):
         if not (run / name).is_file():
             raise DataNotFoundError(f"no {name} in {run}: not a finished lwm agent eval run (run it again to finish "
                                     "it)")
-    return read_json(run / "summary.json"), {e.id: e for e in read_trajectories(run / "episodes.jsonl")}
+    summary = read_json(run / "summary.json")
+    settings = summary.get("settings") if isinstance(summary, dict) else None
+    if not isinstance(settings, dict) or not isinstance(summary.get("backend"), str):
+        raise RowFormatError(run / "summary.json", 1, "not the summary of an lwm agent eval run (it needs "
+                                                       "\"backend\" and \"settings\")")
+    episodes: dict[str, Trajectory] = {}
+    for e in read_trajectories(run / "episodes.jsonl"):
+        if e.id in episodes:
+            raise ValueError(f"{run / 'episodes.jsonl'} holds the episode {e.id} twice")
+        episodes[e.id] = e
+    if not episodes:
+        raise ValueError(f"{run / 'episodes.jsonl'} holds no episode")
+    return {**settings, "backend": summary["backend"]}, episodes
 
 
 def _policy(settings: dict[str, Any]) -> str:
     adapter = settings.get("policy_adapter")
-    return str(settings.get("policy")) + (f"+{Path(adapter).parent.name or adapter}" if adapter else "")
+    return str(settings.get("policy")) + (f"+{Path(str(adapter)).parent.name or adapter}" if adapter else "")
+
+
+def _measure(settings: dict[str, Any]) -> str:
+    # where a success was decided: the real verifier, or the simulator's reward model
+    return "real" if settings["backend"] == "real" else f"{settings['backend']} (reward {settings.get('reward')})"
 
 
 def compare_agent_runs(runs: Sequence[str | Path]) -> AgentComparison:
     """Compare ``lwm agent eval`` runs of the same tasks, the first as the baseline.
 
     Raises:
-        ValueError: fewer than two runs; runs on different backends or rewards; runs of
-            different tasks (the tasks one lacks, or a task under the same id that differs,
-            named).
-        DataNotFoundError: a run is unfinished (no ``summary.json`` or ``episodes.jsonl``).
-        RowFormatError: an episode line is not a trajectory (file and line).
+        ValueError: fewer than two runs, or one given twice; runs on different backends or
+            rewards; runs of different tasks (the tasks one lacks, or a task under the same
+            id that differs, named); a run with no episode, or one episode twice.
+        DataNotFoundError: no such run directory, or an unfinished run (no ``summary.json``
+            or ``episodes.jsonl``).
+        RowFormatError: ``summary.json`` is not an agent evaluation's summary, or an episode
+            line is not a trajectory (file and line).
     """
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs: the baseline first, then the others")
-    loaded = [_load(Path(r)) for r in runs]
-    backends = {(s["backend"], s.get("settings", {}).get("reward")) if s["backend"] != "real" else ("real", None)
-                for s, _ in loaded}
-    if len(backends) > 1:
-        raise ValueError(f"the runs played on different backends or rewards ({sorted(map(str, backends))}): a "
-                         "success in the simulator and one in the real environment are different measures")
+    paths = [Path(r) for r in runs]
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise ValueError("a run is given twice: compare different runs of the same tasks")
+    loaded = [_load(p) for p in paths]
+    measures = [_measure(s) for s, _ in loaded]
+    if len(set(measures)) > 1:
+        raise ValueError("the runs' successes were decided differently (" + ", ".join(
+            f"{r}: {m}" for r, m in zip(runs, measures)) + "): compare runs of one backend and reward")
     first_run, (_, first) = runs[0], loaded[0]
     for run, (_, episodes) in zip(runs[1:], loaded[1:]):
         for a, b, x, y in ((first, episodes, first_run, run), (episodes, first, run, first_run)):
@@ -114,7 +153,8 @@ def compare_agent_runs(runs: Sequence[str | Path]) -> AgentComparison:
                 raise ValueError(f"{y} lacks {len(missing)} of the tasks of {x} (e.g. {missing[0]}): compare runs "
                                  "of the same tasks (the same --domain, --split, --tasks and --seed, or --tasks-file; "
                                  "a run's failed episodes are played when it is run again)")
-        if changed := [i for i in first if first[i].metadata.get("task_spec") != episodes[i].metadata.get("task_spec")]:
+        if changed := [i for i in first if (first[i].domain, first[i].metadata.get("task_spec"))
+                       != (episodes[i].domain, episodes[i].metadata.get("task_spec"))]:
             raise ValueError(f"{run} and {first_run} played different tasks under the same id (e.g. {changed[0]})")
     ids = list(first)
     solved = [{i: succeeded(eps[i]) for i in ids} for _, eps in loaded]
@@ -128,15 +168,48 @@ def compare_agent_runs(runs: Sequence[str | Path]) -> AgentComparison:
         by_family[(first[i].domain, first[i].metadata.get("family", "?"))].append(i)
     paired: list[dict[str, Any] | None] = [None]
     for s in solved[1:]:
-        only_this = sum(s[i] and not solved[0][i] for i in ids)
-        only_baseline = sum(solved[0][i] and not s[i] for i in ids)
-        paired.append({"only_this": only_this, "only_baseline": only_baseline,
-                       "p": round(sign_test(only_this, only_baseline), 6)})
+        only_this = [i for i in ids if s[i] and not solved[0][i]]
+        only_baseline = [i for i in ids if solved[0][i] and not s[i]]
+        paired.append({"only_this": len(only_this), "only_baseline": len(only_baseline),
+                       "p": sign_test(len(only_this), len(only_baseline)),
+                       "only_this_tasks": only_this, "only_baseline_tasks": only_baseline})
     heldout = {d: {f.name for f in heldout_families(d)} for d in by_domain}
     return AgentComparison(
-        runs=[str(r) for r in runs], policies=[_policy(s.get("settings", {})) for s, _ in loaded],
-        backend=next(iter(backends))[0], tasks=len(ids), overall=rates(ids),
+        runs=[str(r) for r in runs], policies=[_policy(s) for s, _ in loaded],
+        backend=measures[0], tasks=len(ids), overall=rates(ids),
         domains={d: rates(sub) for d, sub in sorted(by_domain.items())}, paired=paired,
         families={f"{d}/{f}": {"heldout": f in heldout[d], "n": len(sub), "successes": [sum(s[i] for i in sub)
                                                                                       for s in solved]}
-                  for (d, f), sub in sorted(by_family.items(), key=lambda kv: (kv[0][1] in heldout[kv[0][0]], kv[0]))})
+                  for (d, f), sub in sorted(by_family.items(), key=lambda kv: (kv[0][1] in heldout[kv[0][0]], kv[0]))},
+        differing={k: values for k in _COMPARED_SETTINGS
+                   if len(set(map(str, values := [s.get(k) for s, _ in loaded]))) > 1})
+
+
+def safe_output(path: str | Path, flag: str, runs: Sequence[str | Path], kind: str) -> None:
+    """Refuse to write a comparison's ``kind`` file (``json`` or ``html``) where it would
+    overwrite what it should not: a file inside a compared run, or an existing file that is
+    not an earlier output of the same kind.
+
+    Raises:
+        FileExistsError: the path is inside a compared run, a directory, or an existing file
+            of something else (``flag`` named).
+    """
+    path = Path(path)
+    target = path.resolve()
+    for run in runs:
+        if target.is_relative_to(Path(run).resolve()):
+            raise FileExistsError(f"{flag} {path} is inside the compared run {run}: it would change the run")
+    if path.is_dir():
+        raise FileExistsError(f"{flag} {path} is a directory")
+    if not path.exists():
+        return
+    if kind == "html":
+        if path.suffix.lower() not in (".html", ".htm"):
+            raise FileExistsError(f"{flag} {path} exists and is not an HTML file: it would be overwritten")
+        return
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        earlier = None
+    if not (isinstance(earlier, dict) and {"runs", "paired"} <= earlier.keys()):
+        raise FileExistsError(f"{flag} {path} exists and is not an lwm agent compare JSON: it would be overwritten")

@@ -526,6 +526,33 @@ def _join_wm2real(runs: list[Run]) -> None:
                               "to this report; pass the run that produced its trajectories to see their steps")
 
 
+def _compare_agent_evals(runs: list[Run]) -> None:
+    """Give the first of several agent eval runs the tables of :func:`lwm.eval.compare.compare_agent_runs`:
+    the runs task by task against it (or a warning saying why they cannot be)."""
+    from lwm.eval.agent import format_rate
+    from lwm.eval.compare import compare_agent_runs
+
+    agents = [r for r in runs if r.kind == "agent eval"]
+    if len(agents) < 2:
+        return
+    try:
+        c = compare_agent_runs([r.path for r in agents])
+    except (ValueError, LwmError) as e:
+        agents[0].warnings.append(f"the agent eval runs are not compared task by task: {e}")
+        return
+    labels = [r.label for r in agents]
+    rows = [[label, policy, format_rate(rate), f"{pair['only_this']} / {pair['only_baseline']}" if pair else "",
+             f"{pair['p']:.3g}" if pair else ""]
+            for label, policy, rate, pair in zip(labels, c.policies, c.overall, c.paired)]
+    agents[0].tables += [
+        (f"the runs task by task, this one the baseline ({c.tasks} tasks, the same for every run)",
+         ["run", "policy", "success ± 95% CI", "only this / only the baseline", "sign test p"], rows),
+        ("successes per family", ["family", "split", "tasks", *labels],
+         [[name, "held out" if f["heldout"] else "train", f["n"], *f["successes"]] for name, f in c.families.items()])]
+    agents[0].warnings += [f"the agent eval runs differ in {k} ({', '.join(map(str, v))}): their rates measure "
+                           "different things" for k, v in c.differing.items()]
+
+
 # ----------------------------------------------------------------------------- training
 
 #: log_history keys that are bookkeeping, not curves.
@@ -813,6 +840,7 @@ def render_html(runs: list[Run], *, title: str | None = None) -> str:
     script = (assets / "report.js").read_text(encoding="utf-8")
     assert "</script" not in script.lower()  # it is inlined
     _join_wm2real(runs)
+    _compare_agent_evals(runs)
     kinds = list(dict.fromkeys(r.kind for r in runs))
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string((assets / "report.html.j2").read_text(encoding="utf-8"))

@@ -214,7 +214,8 @@ def load_model(
         raise ValueError(f"{name} is a reference predictor of lwm eval (lwm.eval.baselines), not a chat model: "
                          "it cannot simulate, judge or act")
     if adapter and not ref.takes_adapter:
-        raise ValueError(f"{name!r} already has its adapter; use --model embedded with --adapter" if ref.adapter
+        raise ValueError(f"{name!r} already has its adapter: give the base model, embedded, with the other adapter"
+                         if ref.adapter
                          else "an adapter applies to a local llama.cpp model (the embedded one or a .gguf file)")
     if ref.kind == "served":
         from lwm.models.openai_compat import OpenAIChatModel

@@ -40,6 +40,7 @@ from lwm.schema import Message, Trajectory
 
 _FENCE = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 _FIRST_BLOCK = re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL)
+_FENCE_LINE = re.compile(r"^\s*```", re.MULTILINE)
 
 #: The answer that ends an episode: the agent says the task is done.
 DONE = "DONE"
@@ -79,7 +80,8 @@ def _answer(text: str) -> tuple[str, bool]:
     # (the action text in an answer, whether the answer was only that: bare or one fenced block)
     answer, _, _ = split_reasoning(text or "")
     answer = answer.strip()
-    if (m := _FENCE.match(answer)) is not None:
+    # one block that is the whole answer; not two blocks read as one (a fence line inside it)
+    if (m := _FENCE.match(answer)) is not None and not _FENCE_LINE.search(m.group(1)):
         return m.group(1).strip(), True
     if (m := _FIRST_BLOCK.search(answer)) is not None:
         return m.group(1).strip(), False

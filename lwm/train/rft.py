@@ -49,7 +49,7 @@ from lwm.envs.base import Task
 from lwm.errors import DataNotFoundError, JobsFailedError
 from lwm.jobs import JobReport, run_jobs
 from lwm.jsonl import check_run_settings, dumps, read_json, write_atomic
-from lwm.models import WORLD_MODEL, ModelSpec
+from lwm.models import NAMED, WORLD_MODEL, ModelSpec
 from lwm.schema import Trajectory, episode_problem, write_trajectories
 from lwm.sim.backends import TASK_BACKENDS, EnvFactory, backend_spec, task_env_factory
 from lwm.sim.env import DEFAULT_REWARD
@@ -117,17 +117,16 @@ class RFTConfig:
             session 14), the same attempts learned three ways: 20.5 %, 16.5 % and 17.5 % on
             unseen tasks; a ``DONE`` row after every accepted attempt (47 % of the rows) taught
             the policy to answer ``DONE`` before acting on families it was not trained on.
-        form: how each learned answer is written (:data:`FORMS`; the earlier answers in the
-            prompt too): ``action``, the action alone, as the agent's system prompt asks;
-            ``fenced``, the action in one code block of the tool's language and nothing around
-            it (:func:`~lwm.sim.policy.fenced_action`), as the model writes unasked;
-            ``as-written``, the answer as the policy wrote it (prose, fences and all, as
-            evaluation shows it). The turns learned are the same (:func:`accepted_examples`).
-            Measured (``docs/results.md``, session 15) on round two's rows: the action alone
-            made the policy begin every db answer with the one statement it was trained on
-            (``CREATE TABLE``) and lose held-out families the base solves; as written it kept
-            them and learned the prose too; fenced kept them and learned as much as the action
-            alone.
+        form: how each learned answer is written, the earlier answers in the prompt too:
+            ``fenced``, the action in one code block of the tool's language and nothing
+            around it, as the model writes actions unasked; ``action``, the action alone, as
+            the agent's system prompt asks (the default until session 16); ``as-written``,
+            the answer as the policy wrote it (prose, fences and all, as evaluation shows it).
+            The turns learned are the same. Measured on the same rows (``docs/results.md``,
+            "Keeping the held-out families"): the action alone taught the policy to begin
+            every db answer with the one statement it was trained on and lose held-out
+            families the base model solves; as written kept them and taught the prose too;
+            fenced kept them and learned as much as the action alone.
         anchor_tasks: a task file whose tasks anchor the policy: each task's first prompt is
             learned with the reference model's own greedy answer, as written — the model the
             policy's adapter applies to, without the adapter (``embedded``). Where the reward
@@ -156,7 +155,7 @@ class RFTConfig:
     threshold: float = 0.5
     well_formed_only: bool = True
     learn: str = "until-achieved"
-    form: str = "action"
+    form: str = "fenced"
     anchor_tasks: Path | None = None
     max_steps: int = 30
     lr: float = 1e-4
@@ -221,7 +220,7 @@ def _recorded_defaults(settings: Path) -> dict[str, Any]:
     ``as_written`` then) read from its record."""
     recorded = read_json(settings) if settings.is_file() else {}
     if "as_written" in recorded and "form" not in recorded:
-        return {**_BEFORE_RULES, "form": "as-written" if recorded["as_written"] else "action"}
+        return {**_BEFORE_RULES, "form": "as-written" if recorded["as_written"] is True else "action"}
     return _BEFORE_RULES
 
 
@@ -235,8 +234,10 @@ def earlier_round(policy: str | Path, out: str | Path) -> Path:
     """
     run = Path(policy)
     if not run.is_dir():
-        raise ValueError(f"policy must be one of {', '.join(POLICIES)} or an earlier lwm train rft run's "
-                         f"directory, not {str(policy)!r}")
+        shipped = (f" ({policy} is a shipped adapter; its LoRA weights are not kept in a trainable form: train from "
+                   "embedded, or from an earlier run's directory)" if str(policy) in NAMED else "")
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)} (the models a new adapter is trained on) or an "
+                         f"earlier lwm train rft run's directory, not {str(policy)!r}{shipped}")
     if run.resolve() == Path(out).resolve():
         raise ValueError(f"the policy's run {run} is the run directory itself: choose a new --out for the next round")
     missing = [f for f in ("adapter/adapter_config.json", "adapter.gguf", "lwm_train.json") if not (run / f).is_file()]
@@ -337,13 +338,13 @@ def is_accepted(traj: Trajectory, threshold: float, well_formed_only: bool = Tru
 
 def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_only: bool = True,
                       achieved_after: Mapping[str, int] | None = None, done: str = "never",
-                      form: str = "action") -> list[dict[str, Any]]:
+                      form: str = "fenced") -> list[dict[str, Any]]:
     """The SFT rows of the accepted attempts (:func:`is_accepted`), one per turn learned: the
     agent's prompt as evaluation builds it and, as the completion, the policy's answer written
-    in ``form`` (:data:`FORMS`: the action alone, :func:`~lwm.sim.policy.action_text`, as the
-    agent's system prompt asks; ``fenced``, in one code block of the tool's language; or
-    ``as-written``), the earlier answers in its prompt written the same way (TRL
-    prompt-completion). A turn whose action is not well formed (prose typed into the shell,
+    in ``form`` (:data:`FORMS`: ``fenced``, the action in one code block of the tool's
+    language, :func:`~lwm.sim.policy.fenced_action`; ``action``, the action alone,
+    :func:`~lwm.sim.policy.action_text`; or ``as-written``), the earlier answers in its prompt
+    written the same way (TRL prompt-completion). A turn whose action is not well formed (prose typed into the shell,
     ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none. An
     attempt whose answers were not recorded (fewer than its turns) is not learned.
 

@@ -426,6 +426,7 @@ def test_a_task_sets_its_own_turn_budget_under_the_runs_ceiling():
     ("db", "The row is inserted;", False),
     ("db", "SELECT name FROM people; This lists the names.", False),   # prose after the statement
     ("db", "Sure! ```sql\nSELECT 1;\n```", False),                             # prose around the block
+    ("db", "```sql\nSELECT 1;\n```\nOutput:\n```\n1\n```", False),               # two blocks, not one
     ("code", "print('done')", True),
     ("code", "Write the text into the file", False),
     ("fs", '{"name": "list_directory", "arguments": {"path": "/app"}}', True),
@@ -445,6 +446,17 @@ def test_an_answer_is_well_formed_only_when_it_is_one_action_and_nothing_else(do
     from lwm.sim.policy import well_formed_answer
 
     assert well_formed_answer(domains.get(domain), answer) is well_formed
+
+
+def test_the_first_of_several_blocks_is_the_action_not_all_of_them_read_as_one():
+    from lwm import domains
+    from lwm.sim.policy import action_text, read_action
+
+    cell = "```python\ndef f():\n    return 1\n\nf()\n```\n\nOutput:\n```\n1\n```"   # a small model's habit
+    assert action_text(cell) == "def f():\n    return 1\n\nf()"
+    terminal = domains.get("terminal")
+    assert read_action(terminal, "```bash\nls\n```\n```bash\npwd\n```") == terminal.tool.to_action("ls")
+    assert action_text("```python\nprint('```')\n```") == "print('```')"   # a fence mid-line is no fence line
 
 
 @needs_sandbox

@@ -97,10 +97,10 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
                     metadata={"task_spec": task.to_dict(), "agent_answers": ["ls", "echo x > y"]})
     failed = ok.model_copy(update={"id": "terminal/t/s1", "reward": 0.2})
     unknown = ok.model_copy(update={"id": "terminal/t/s2", "reward": None})
-    rows = accepted_examples([ok, failed, unknown], threshold=0.5)
+    rows = accepted_examples([ok, failed, unknown], threshold=0.5, form="action")
     assert [r["completion"][0]["content"] for r in rows] == ["ls", "echo x > y"]
     fenced = ok.model_copy(update={"metadata": {**ok.metadata, "agent_answers": ["```bash\nls\n```", "echo x > y"]}})
-    assert accepted_examples([fenced], threshold=0.5) == rows   # the fence is not part of the action
+    assert accepted_examples([fenced], threshold=0.5, form="action") == rows   # the fence is not part of the action
     spec = domains.get("terminal")
     assert rows[1]["prompt"] == agent_messages(spec, task, "root@sandbox:/app#", ["ls"], ["root@sandbox:/app# ls"])
     # as written: the same turns, each answer with its fence, and the earlier one so in the prompt
@@ -114,8 +114,9 @@ def test_accepted_attempts_become_the_agents_own_prompts_and_answers():
     in_fences = accepted_examples([talkative], 0.5, well_formed_only=False, form="fenced")
     assert [r["completion"][0]["content"] for r in in_fences] == ["```bash\nls\n```", "```bash\necho x > y\n```"]
     assert in_fences[1]["prompt"] == written[1]["prompt"]
-    assert [r["completion"][0]["content"] for r in accepted_examples([talkative], 0.5, well_formed_only=False)] == [
-        "ls", "echo x > y"]
+    assert [r["completion"][0]["content"] for r in accepted_examples([talkative], 0.5, well_formed_only=False,
+                                                                      form="action")] == ["ls", "echo x > y"]
+    assert accepted_examples([talkative], 0.5, well_formed_only=False) == in_fences   # the default form
     prose = fenced.model_copy(update={"metadata": {**ok.metadata, "agent_answers": ["I would list them.", "echo x > y"]}})
     for form in FORMS:   # a turn whose action is not well formed is not learned, in any form
         assert [r["id"] for r in accepted_examples([prose], 0.5, well_formed_only=False, form=form)] == [
@@ -146,7 +147,8 @@ def test_an_attempt_is_learned_up_to_the_turn_that_achieved_its_task_then_done()
                        initial_observation="root@sandbox:/app#", turns=turns, reward=0.8,
                        metadata={"task_spec": task.to_dict(), "agent_answers": ["echo x > y", "rm y", "ls"]})
     whole = early.model_copy(update={"id": "terminal/t/s1"})
-    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1}, done="every-attempt")
+    rows = accepted_examples([early, whole], 0.5, achieved_after={"terminal/t/s0": 1}, done="every-attempt",
+                             form="action")
     assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [
         ("terminal/t/s0/turn1", "echo x > y"), ("terminal/t/s0/done", "DONE"),   # the undoing `rm y` is not learned
         ("terminal/t/s1/turn1", "echo x > y"), ("terminal/t/s1/turn2", "rm y"), ("terminal/t/s1/turn3", "ls"),
@@ -265,8 +267,10 @@ def test_the_policy_learns_the_action_it_ran_without_the_words_around_it():
     traj = Trajectory(id="db/t/s0", domain="db", task=task.instruction, system_prompt="", initial_observation="",
                       turns=turns, reward=0.9, metadata={"task_spec": task.to_dict(), "agent_answers": [chatty, after]})
     assert not answers_well_formed(traj)
-    rows = accepted_examples([traj], 0.5, well_formed_only=False)
+    rows = accepted_examples([traj], 0.5, well_formed_only=False, form="action")
     assert [(r["id"], r["completion"][0]["content"]) for r in rows] == [("db/t/s0/turn1", "CREATE TABLE t (a TEXT);")]
+    rows = accepted_examples([traj], 0.5, well_formed_only=False)   # fenced, nothing around it
+    assert [r["completion"][0]["content"] for r in rows] == ["```sql\nCREATE TABLE t (a TEXT);\n```"]
 
 
 def test_an_attempt_with_no_action_is_never_accepted():
@@ -316,7 +320,10 @@ def test_rft_refuses_bad_settings(tmp_path):
         with pytest.raises(DataNotFoundError, match="no task file"):
             RFTConfig(out=tmp_path, **{name: tmp_path / "missing.jsonl"})
     (tmp_path / "unfinished").mkdir()
-    for policy, message in (("nosuchpolicy", "policy must be one of embedded, embedded-warmup or an earlier"),
+    for policy, message in (("nosuchpolicy", r"policy must be one of embedded, embedded-warmup \(the models a new "
+                                             r"adapter is trained on\) or an earlier lwm train rft run's directory, "
+                                             r"not 'nosuchpolicy'$"),
+                            ("embedded-agent", "'embedded-agent' .embedded-agent is a shipped adapter"),
                             (str(tmp_path / "unfinished"), "is not a finished lwm train rft run .no adapter/"),
                             (str(tmp_path), "is the run directory itself")):
         with pytest.raises(ValueError, match=message):
@@ -368,7 +375,7 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
     # session 15 recorded the form as a boolean: as_written true is resumed as form as-written, and only so
     recorded = {k: v for k, v in config.settings().items() if k != "form"}
     (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**recorded, "as_written": True}))
-    with pytest.raises(RunMismatchError, match="form: started with 'as-written', now 'action'"):
+    with pytest.raises(RunMismatchError, match="form: started with 'as-written', now 'fenced'"):
         train_rft(config, show_progress=False)
 
     class Resumed(Exception):
@@ -382,6 +389,8 @@ def test_a_resume_with_other_settings_is_refused_before_any_model_loads(tmp_path
         train_rft(replace(config, form="as-written"), show_progress=False)
     (tmp_path / "run" / "rft_settings.json").write_text(json.dumps({**recorded, "as_written": False}))
     with pytest.raises(Resumed):
+        train_rft(replace(config, form="action"), show_progress=False)
+    with pytest.raises(RunMismatchError, match="form: started with 'action', now 'fenced'"):
         train_rft(config, show_progress=False)
 
 
