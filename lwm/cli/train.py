@@ -181,7 +181,8 @@ def rft(
     lr: float = option(RFTConfig, "lr"),
     lora_r: int = option(RFTConfig, "lora_r", min=1),
     seed: int = option(RFTConfig, "seed"),
-    progress: bool = typer.Option(True, help="Show progress bars and the trainer's logs."),
+    progress: bool = typer.Option(True, help="Show progress bars; without them the trainer logs its loss as lines, "
+                                  "for a log file."),
 ) -> None:
     """Rejection-sampling fine-tuning: the policy attempts each task several times inside the world model, the
     reward model accepts some, the policy is fine-tuned on its accepted answers; resumable."""
