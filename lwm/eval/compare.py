@@ -174,15 +174,15 @@ def compare_agent_runs(runs: Sequence[str | Path]) -> AgentComparison:
                        "p": sign_test(len(only_this), len(only_baseline)),
                        "only_this_tasks": only_this, "only_baseline_tasks": only_baseline})
     heldout = {d: {f.name for f in heldout_families(d)} for d in by_domain}
+    training_first = sorted(by_family, key=lambda df: (df[1] in heldout[df[0]], df))
+    families = {f"{d}/{f}": {"heldout": f in heldout[d], "n": len(by_family[d, f]),
+                             "successes": [sum(s[i] for i in by_family[d, f]) for s in solved]}
+                for d, f in training_first}
+    values = {k: [s.get(k) for s, _ in loaded] for k in _COMPARED_SETTINGS}
     return AgentComparison(
-        runs=[str(r) for r in runs], policies=[_policy(s) for s, _ in loaded],
-        backend=measures[0], tasks=len(ids), overall=rates(ids),
-        domains={d: rates(sub) for d, sub in sorted(by_domain.items())}, paired=paired,
-        families={f"{d}/{f}": {"heldout": f in heldout[d], "n": len(sub), "successes": [sum(s[i] for i in sub)
-                                                                                      for s in solved]}
-                  for (d, f), sub in sorted(by_family.items(), key=lambda kv: (kv[0][1] in heldout[kv[0][0]], kv[0]))},
-        differing={k: values for k in _COMPARED_SETTINGS
-                   if len(set(map(str, values := [s.get(k) for s, _ in loaded]))) > 1})
+        runs=[str(r) for r in runs], policies=[_policy(s) for s, _ in loaded], backend=measures[0], tasks=len(ids),
+        overall=rates(ids), domains={d: rates(sub) for d, sub in sorted(by_domain.items())}, paired=paired,
+        families=families, differing={k: v for k, v in values.items() if len(set(map(str, v))) > 1})
 
 
 def safe_output(path: str | Path, flag: str, runs: Sequence[str | Path], kind: str) -> None:

@@ -344,9 +344,10 @@ def accepted_examples(attempts: list[Trajectory], threshold: float, well_formed_
     in ``form`` (:data:`FORMS`: ``fenced``, the action in one code block of the tool's
     language, :func:`~lwm.sim.policy.fenced_action`; ``action``, the action alone,
     :func:`~lwm.sim.policy.action_text`; or ``as-written``), the earlier answers in its prompt
-    written the same way (TRL prompt-completion). A turn whose action is not well formed (prose typed into the shell,
-    ``Output:`` sent to sqlite3) is not learned; with ``well_formed_only`` there is none. An
-    attempt whose answers were not recorded (fewer than its turns) is not learned.
+    written the same way (TRL prompt-completion). A turn whose action is not well formed
+    (prose typed into the shell, ``Output:`` sent to sqlite3) is not learned; with
+    ``well_formed_only`` there is none. An attempt whose answers were not recorded (fewer than
+    its turns) is not learned.
 
     With ``achieved_after`` (an attempt's id → the turns after which its task was achieved,
     :func:`achieved_turns`), an attempt is learned up to that turn (one it does not name,
