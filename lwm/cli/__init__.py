@@ -483,13 +483,15 @@ def agent_tasks(
     split: str = option(AgentEvalConfig, "split"),
     tasks: int = option(AgentEvalConfig, "tasks", min=1),
     seed: int = option(AgentEvalConfig, "seed"),
+    force: bool = typer.Option(False, "--force", help="Write over an existing task file that holds other tasks "
+                               "(its edits are lost)."),
 ) -> None:
     """Write a task set (tasks, their verifiers and reference solutions) as a task file, to read,
     edit or extend and play with lwm agent eval --tasks-file."""
     from lwm.domains.tasks import task_set, write_task_file
 
     items = [(d, t, s) for d in dict.fromkeys(domain) for t, s in call(task_set, d, split, tasks, seed)]
-    note(f"wrote {call(write_task_file, out, items)} tasks to {out}")
+    note(f"wrote {call(write_task_file, out, items, overwrite=force)} tasks to {out}")
 
 
 @agent_app.command("rewards")

@@ -217,17 +217,29 @@ def task_set(domain: str, split: Literal["train", "heldout", "all"], n: int,
 TASK_LINE_FIELDS = ("domain", "task", "solution")
 
 
-def write_task_file(path: str | Path, items: Iterable[tuple[str, Task, Sequence[str]]]) -> int:
+def write_task_file(path: str | Path, items: Iterable[tuple[str, Task, Sequence[str]]], *,
+                    overwrite: bool = True) -> int:
     """Write tasks as a JSONL task file, atomically: one line per task,
     ``{"domain": …, "task": Task.to_dict(), "solution": [action, …]}`` (``solution``: the
     reference actions, which the ``oracle`` policy plays; may be empty).
 
+    Args:
+        overwrite: write over an existing file whose content differs (without it, only a
+            file of exactly these tasks is written again: a user's edits are kept).
+
     Returns:
         the number of lines written.
+
+    Raises:
+        FileExistsError: ``path`` holds other content and ``overwrite`` is false.
     """
     lines = [json.dumps({"domain": d, "task": t.to_dict(), "solution": list(s)}, ensure_ascii=False)
              for d, t, s in items]
-    write_atomic(Path(path), "".join(line + "\n" for line in lines))
+    text = "".join(line + "\n" for line in lines)
+    path = Path(path)
+    if not overwrite and path.is_file() and path.read_text(encoding="utf-8", errors="replace") != text:
+        raise FileExistsError(f"{path} exists and holds other tasks (edited?): --force writes over it")
+    write_atomic(path, text)
     return len(lines)
 
 

@@ -307,6 +307,20 @@ def test_a_task_file_is_never_written_over_a_device_or_a_folder(tmp_path):
     assert fifo.is_fifo()
 
 
+def test_an_edited_task_file_is_kept_unless_forced(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    assert runner.invoke(app, ["agent", "tasks", str(tasks), "--domain", "db", "--tasks", "2"]).exit_code == 0
+    again = runner.invoke(app, ["agent", "tasks", str(tasks), "--domain", "db", "--tasks", "2"])
+    assert again.exit_code == 0   # the same tasks: written again, nothing lost
+    edited = tasks.read_text().replace("Create", "Make", 1)
+    tasks.write_text(edited)
+    refused = runner.invoke(app, ["agent", "tasks", str(tasks), "--domain", "db", "--tasks", "2"])
+    assert refused.exit_code == 2 and "holds other tasks (edited?): --force writes over it" in refused.output
+    assert tasks.read_text() == edited
+    assert runner.invoke(app, ["agent", "tasks", str(tasks), "--domain", "db", "--tasks", "2", "--force"]).exit_code == 0
+    assert tasks.read_text() != edited and len(tasks.read_text().splitlines()) == 2
+
+
 def test_a_domain_the_task_file_lacks_is_named_with_those_it_has(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"domain": "db", "task": GOOD_TASK}) + "\n")
