@@ -457,13 +457,15 @@ def agent_compare(
 ) -> None:
     """Policies side by side on the same tasks: success with 95% intervals over all, per domain and per family
     (held-out families marked), and against the baseline the tasks only each solved, with the exact sign test."""
-    from lwm.eval.compare import compare_agent_runs, safe_output
-    from lwm.eval.html_report import write_html_report
+    from lwm.eval.compare import compare_agent_runs, outside_runs, safe_json_output
+    from lwm.eval.html_report import check_report_path, write_html_report
     from lwm.jsonl import write_atomic
 
-    for flag, path, kind in (("--out", out, "json"), ("--report", report, "html")):
-        if path is not None:
-            call(safe_output, path, flag, runs, kind)
+    if out is not None:
+        call(safe_json_output, out, "--out", runs)
+    if report is not None:
+        call(outside_runs, report, "--report", runs)
+        call(check_report_path, report, "--report")
     if out is not None and report is not None and out.resolve() == report.resolve():
         fail(ValueError("--out and --report name the same file"))
     comparison = call(compare_agent_runs, runs)

@@ -300,11 +300,11 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
         replayed = [e for e in eps if "real_reward" in e.metadata]
         if backend_spec(backend).all_simulated and replayed:
             real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
-            sim_ok = sum(1 for e in replayed if (e.reward or 0) >= 0.5)
+            sim_ok = sum(map(succeeded, replayed))
             g["real_success_of_simulated_actions"] = success_rate(real_ok, len(replayed))
             g["sim_to_real_ratio"] = round(sim_ok / real_ok, 3) if real_ok else None
-            g["false_successes"] = sum(1 for e in replayed if (e.reward or 0) >= 0.5 > (e.metadata["real_reward"] or 0))
-            both = sum(1 for e in replayed if (e.reward or 0) >= 0.5 and (e.metadata["real_reward"] or 0) >= 0.5)
+            g["false_successes"] = sum(1 for e in replayed if succeeded(e) and (e.metadata["real_reward"] or 0) < 0.5)
+            both = sum(1 for e in replayed if succeeded(e) and (e.metadata["real_reward"] or 0) >= 0.5)
             g["reward_precision"] = round(both / sim_ok, 4) if sim_ok else None
             g["reward_recall"] = round(both / real_ok, 4) if real_ok else None
         return g

@@ -25,6 +25,10 @@ from lwm.jsonl import read_json
 from lwm.metrics import sign_test
 from lwm.schema import Trajectory, read_trajectories
 
+#: The headings of a run's cells against the baseline, and of a family's row.
+PAIRED_HEAD = ("only this / only the baseline", "sign test p")
+FAMILY_HEAD = ("family", "split", "tasks")
+
 
 @dataclass(frozen=True)
 class AgentComparison:
@@ -59,27 +63,34 @@ class AgentComparison:
         """The comparison as JSON-ready data."""
         return asdict(self)
 
+    def paired_cells(self, i: int) -> list[str]:
+        """Run ``i`` against the baseline, as the cells under :data:`PAIRED_HEAD` (empty for the
+        baseline itself)."""
+        pair = self.paired[i]
+        return [f"{pair['only_this']} / {pair['only_baseline']}", f"{pair['p']:.3g}"] if pair else ["", ""]
+
+    def family_rows(self) -> list[list[Any]]:
+        """One row per task family under :data:`FAMILY_HEAD`, then each run's successes."""
+        return [[name, "held out" if f["heldout"] else "train", f["n"], *f["successes"]]
+                for name, f in self.families.items()]
+
     def to_markdown(self) -> str:
         """The comparison as Markdown: one row per run, then one per task family."""
         doms = list(self.domains)
-        head = ["run", "policy", "success ± 95% CI", *doms, "only this / only the baseline", "sign test p"]
+        head = ["run", "policy", "success ± 95% CI", *doms, *PAIRED_HEAD]
         tasks = f"{self.tasks} task{'s' if self.tasks != 1 else ''}"
         lines = [f"# lwm agent compare: {tasks}, the same for every run ({self.backend})", ""]
         lines += [f"Note: the runs differ in {k} ({', '.join(map(str, v))}): their rates measure different things."
                   for k, v in self.differing.items()] + ([""] if self.differing else [])
         lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for i, run in enumerate(self.runs):
-            pair = self.paired[i]
             cells = [run, self.policies[i], format_rate(self.overall[i]),
                      *(f"{self.domains[d][i]['successes']}/{self.domains[d][i]['n']}" for d in doms),
-                     f"{pair['only_this']} / {pair['only_baseline']}" if pair else "(baseline)",
-                     f"{pair['p']:.3g}" if pair else ""]
+                     *(self.paired_cells(i) if self.paired[i] else ["(baseline)", ""])]
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-        lines += ["", "| family | split | tasks | " + " | ".join(map(_md, self.runs)) + " |",
-                  "|---" * (3 + len(self.runs)) + "|"]
-        for name, f in self.families.items():
-            lines.append(f"| {name} | {'held out' if f['heldout'] else 'train'} | {f['n']} | "
-                         + " | ".join(str(k) for k in f["successes"]) + " |")
+        lines += ["", "| " + " | ".join(_md(c) for c in [*FAMILY_HEAD, *self.runs]) + " |",
+                  "|---" * (len(FAMILY_HEAD) + len(self.runs)) + "|"]
+        lines += ["| " + " | ".join(map(str, row)) + " |" for row in self.family_rows()]
         return "\n".join(lines) + "\n"
 
 
@@ -185,27 +196,31 @@ def compare_agent_runs(runs: Sequence[str | Path]) -> AgentComparison:
         families=families, differing={k: v for k, v in values.items() if len(set(map(str, v))) > 1})
 
 
-def safe_output(path: str | Path, flag: str, runs: Sequence[str | Path], kind: str) -> None:
-    """Refuse to write a comparison's ``kind`` file (``json`` or ``html``) where it would
-    overwrite what it should not: a file inside a compared run, or an existing file that is
-    not an earlier output of the same kind.
+def outside_runs(path: str | Path, flag: str, runs: Sequence[str | Path]) -> None:
+    """Refuse to write a comparison's output inside a compared run (it would change the run).
 
     Raises:
-        FileExistsError: the path is inside a compared run, a directory, or an existing file
-            of something else (``flag`` named).
+        FileExistsError: ``path`` is inside one of ``runs`` (``flag`` named).
     """
-    path = Path(path)
-    target = path.resolve()
+    target = Path(path).resolve()
     for run in runs:
         if target.is_relative_to(Path(run).resolve()):
             raise FileExistsError(f"{flag} {path} is inside the compared run {run}: it would change the run")
+
+
+def safe_json_output(path: str | Path, flag: str, runs: Sequence[str | Path]) -> None:
+    """Refuse to write the comparison's JSON where it would overwrite what it should not: inside
+    a compared run (:func:`outside_runs`), over a directory, or over an existing file that is
+    not an earlier comparison.
+
+    Raises:
+        FileExistsError: it would (``flag`` named).
+    """
+    outside_runs(path, flag, runs)
+    path = Path(path)
     if path.is_dir():
         raise FileExistsError(f"{flag} {path} is a directory")
     if not path.exists():
-        return
-    if kind == "html":
-        if path.suffix.lower() not in (".html", ".htm"):
-            raise FileExistsError(f"{flag} {path} exists and is not an HTML file: it would be overwritten")
         return
     try:
         earlier = json.loads(path.read_text(encoding="utf-8"))

@@ -530,7 +530,7 @@ def _compare_agent_evals(runs: list[Run]) -> None:
     """Give the first of several agent eval runs the tables of :func:`lwm.eval.compare.compare_agent_runs`:
     the runs task by task against it (or a warning saying why they cannot be)."""
     from lwm.eval.agent import format_rate
-    from lwm.eval.compare import compare_agent_runs
+    from lwm.eval.compare import FAMILY_HEAD, PAIRED_HEAD, compare_agent_runs
 
     agents = [r for r in runs if r.kind == "agent eval"]
     if len(agents) < 2:
@@ -541,14 +541,12 @@ def _compare_agent_evals(runs: list[Run]) -> None:
         agents[0].warnings.append(f"the agent eval runs are not compared task by task: {e}")
         return
     labels = [r.label for r in agents]
-    rows = [[label, policy, format_rate(rate), f"{pair['only_this']} / {pair['only_baseline']}" if pair else "",
-             f"{pair['p']:.3g}" if pair else ""]
-            for label, policy, rate, pair in zip(labels, c.policies, c.overall, c.paired)]
+    rows = [[label, policy, format_rate(rate), *c.paired_cells(i)]
+            for i, (label, policy, rate) in enumerate(zip(labels, c.policies, c.overall))]
     agents[0].tables += [
         (f"the runs task by task, this one the baseline ({c.tasks} tasks, the same for every run)",
-         ["run", "policy", "success ± 95% CI", "only this / only the baseline", "sign test p"], rows),
-        ("successes per family", ["family", "split", "tasks", *labels],
-         [[name, "held out" if f["heldout"] else "train", f["n"], *f["successes"]] for name, f in c.families.items()])]
+         ["run", "policy", "success ± 95% CI", *PAIRED_HEAD], rows),
+        ("successes per family", [*FAMILY_HEAD, *labels], c.family_rows())]
     agents[0].warnings += [f"the agent eval runs differ in {k} ({', '.join(map(str, v))}): their rates measure "
                            "different things" for k, v in c.differing.items()]
 
@@ -856,6 +854,17 @@ def render_html(runs: list[Run], *, title: str | None = None) -> str:
         data=_script_json(data))
 
 
+def check_report_path(out: Path, flag: str = "--out") -> None:
+    """Refuse a report path that would overwrite something else: a directory, or an existing
+    file that is not an HTML page.
+
+    Raises:
+        FileExistsError: it would (``flag`` named).
+    """
+    if out.is_dir() or (out.exists() and out.suffix.lower() not in (".html", ".htm")):
+        raise FileExistsError(f"{flag} {out} exists and is not an HTML file: it would be overwritten")
+
+
 def write_html_report(runs: list[Path], out: Path, *, title: str | None = None) -> Path:
     """Write one self-contained HTML page (no network needed) for one or several run directories.
 
@@ -878,8 +887,7 @@ def write_html_report(runs: list[Path], out: Path, *, title: str | None = None) 
     if not runs:
         raise DataNotFoundError("no run directory given")
     out = Path(out)
-    if out.is_dir() or (out.exists() and out.suffix.lower() not in (".html", ".htm")):
-        raise FileExistsError(f"--out {out} exists and is not an HTML file: it would be overwritten")
+    check_report_path(out)
     paths = [Path(p) for p in runs]
     loaded = [load_run(p) for p in paths]
     for run, label in zip(loaded, _labels(paths)):

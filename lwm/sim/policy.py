@@ -88,6 +88,10 @@ def _answer(text: str) -> tuple[str, bool]:
     return answer, True
 
 
+def _says_done(action: str) -> bool:
+    return action.upper().rstrip(".") == DONE   # "DONE", "done." …
+
+
 def action_text(text: str) -> str:
     """The action an agent's answer holds, as it would be written alone: the answer without
     its reasoning, without the fence of a fenced block and without the words around the first
@@ -101,7 +105,7 @@ def fenced_action(domain: Domain, text: str) -> str:
     ``action_lang``) and nothing around it: the form chat models write actions in unasked,
     without their prose. ``DONE`` (or no action) stays as it is."""
     action = action_text(text)
-    if not action or action.upper().rstrip(".") == DONE:
+    if not action or _says_done(action):
         return action
     lang = domain.action_lang if domain.tool.fence is None else domain.tool.fence
     return f"```{lang}\n{action}\n```"
@@ -111,7 +115,7 @@ def read_action(domain: Domain, text: str) -> str | None:
     """The action in an agent's answer (see the module docstring); ``None`` when the agent
     is done (``DONE``, or nothing but reasoning)."""
     answer = action_text(text)
-    if not answer or answer.upper().rstrip(".") == DONE:
+    if not answer or _says_done(answer):
         return None
     return domain.tool.to_action(answer)
 
@@ -122,7 +126,7 @@ def well_formed_answer(domain: Domain, text: str) -> bool:
     (:attr:`lwm.domains.AgentTool.well_formed`: a command line on one line, SQL that ends a
     statement, Python that compiles …) and valid in its action format. ``DONE`` is well formed."""
     answer, alone = _answer(text)
-    if answer.upper().rstrip(".") == DONE:
+    if _says_done(answer):
         return True
     return bool(answer) and alone and domain.tool.well_formed(answer) and domain.accepts(
         domain.tool.to_action(answer))

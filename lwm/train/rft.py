@@ -469,8 +469,9 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
 
     t0 = time.monotonic()
     settings = config.out / "rft_settings.json"
+    defaults = _recorded_defaults(settings)
     if settings.is_file():  # a resume with other settings is refused before any model loads
-        check_run_settings(settings, config.settings(), defaults=_recorded_defaults(settings))
+        check_run_settings(settings, config.settings(), defaults=defaults)
     tasks = _tasks(config)
     anchors = _task_file(config.anchor_tasks, config.domains) if config.anchor_tasks else []
     factories = {d: _factory(config, d) for d in dict.fromkeys(d for d, _ in tasks + anchors)}
@@ -486,7 +487,7 @@ def train_rft(config: RFTConfig, *, show_progress: bool = True) -> RFTResult:
     if anchors:
         reference.make(anchors[0][0])
     config.out.mkdir(parents=True, exist_ok=True)
-    check_run_settings(settings, config.settings(), defaults=_recorded_defaults(settings))
+    check_run_settings(settings, config.settings(), defaults=defaults)
     items = []
     for domain, task in tasks:
         for k in range(config.samples):
