@@ -2,7 +2,8 @@
 
 ``$LWM_HOME`` holds what ``lwm setup`` installs (npm MCP servers, the sandbox's Python
 packages, the search index, the PostgreSQL template), cached models (dequantized or
-merged copies of the embedded model) and tokenizers. Run directories are the user's
+merged copies of the embedded model; of the merged ones only the most recently used are
+kept, :data:`lwm.models.gguf_merge.KEEP_MERGED`) and tokenizers. Run directories are the user's
 (``--out``, default ``runs/<timestamp>``).
 """
 

@@ -76,6 +76,43 @@ class _Lines:
         self.shown_at, self.shown = time.monotonic(), self.done
 
 
+@contextmanager
+def library_progress(enabled: bool) -> Iterator[None]:
+    """The Hugging Face libraries' own progress bars (datasets' map and filter bars,
+    transformers' "Loading weights", the hub's file bars) shown or hidden inside the block,
+    as they were after it. ``--no-progress`` hides them with lwm's own bars; a library not
+    installed is left alone."""
+    switches = []  # (is_enabled, enable, disable) of each library installed
+    try:
+        import datasets
+
+        switches.append((datasets.is_progress_bar_enabled, datasets.enable_progress_bars,
+                         datasets.disable_progress_bars))
+    except ImportError:
+        pass
+    try:
+        from transformers.utils import logging as tf_logging
+
+        switches.append((tf_logging.is_progress_bar_enabled, tf_logging.enable_progress_bar,
+                         tf_logging.disable_progress_bar))
+    except ImportError:
+        pass
+    try:
+        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+        switches.append((lambda: not are_progress_bars_disabled(), enable_progress_bars, disable_progress_bars))
+    except ImportError:
+        pass
+    before = [is_on() for is_on, _, _ in switches]
+    for _, enable, disable in switches:
+        (enable if enabled else disable)()
+    try:
+        yield
+    finally:
+        for was_on, (_, enable, disable) in zip(before, switches):
+            (enable if was_on else disable)()
+
+
 def _eta(rate: float, left: int) -> str:
     if not rate or left <= 0:
         return ""

@@ -135,3 +135,21 @@ def test_without_a_terminal_progress_is_plain_lines_with_successes_so_far(tmp_pa
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("agent eval (real): 0/4 (0 %)")
     assert lines[-1].startswith("agent eval (real): 4/4 (100 %)") and lines[-1].endswith("2/4 successes · 0 failed")
+
+
+def test_library_progress_hides_the_libraries_bars_and_restores_them():
+    """--no-progress also hides the Hugging Face libraries' bars, only inside the block,
+    even when it raises."""
+    datasets = pytest.importorskip("datasets")
+    from transformers.utils import logging as tf_logging
+
+    from lwm.progress import library_progress
+
+    assert datasets.is_progress_bar_enabled() and tf_logging.is_progress_bar_enabled()
+    with pytest.raises(RuntimeError), library_progress(False):
+        assert not datasets.is_progress_bar_enabled() and not tf_logging.is_progress_bar_enabled()
+        with library_progress(True):
+            assert datasets.is_progress_bar_enabled()
+        assert not datasets.is_progress_bar_enabled()
+        raise RuntimeError
+    assert datasets.is_progress_bar_enabled() and tf_logging.is_progress_bar_enabled()

@@ -53,7 +53,8 @@ def sft(
     gradient_checkpointing: bool | None = option(TrainConfig, "gradient_checkpointing",
                                                     "--gradient-checkpointing/--no-gradient-checkpointing"),
     init_adapter: str | None = option(TrainConfig, "init_adapter", metavar="warmup|<path>"),
-    progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
+    progress: bool = typer.Option(True, help="Show progress bars (the trainer's and the Hugging Face "
+                                  "libraries') and the trainer's logs."),
 ) -> None:
     """Warm-up SFT: TRL SFTTrainer (+ PEFT LoRA), loss on the completion only, checkpoints, resume."""
     from lwm.train.sft import train_sft
@@ -124,7 +125,8 @@ def rl(
     seed: int = option(RLConfig, "seed"),
     resume: bool = option(RLConfig, "resume"),
     vllm_server_base_url: str | None = option(RLConfig, "vllm_server_base_url"),
-    progress: bool = typer.Option(True, help="Show the trainer's progress bar and logs."),
+    progress: bool = typer.Option(True, help="Show progress bars (the trainer's and the Hugging Face "
+                                  "libraries') and the trainer's logs."),
 ) -> None:
     """GRPO (TRL GRPOTrainer + PEFT LoRA): an agent learns tasks inside the world model (or the
     real environment), or the world model learns fidelity; checkpoints, resume, GGUF export."""
@@ -228,3 +230,6 @@ def export(
          f"architecture {res.architecture}, {res.bytes / 2**20:.1f} MiB")
     note(f"and {res.path.with_suffix('.json')}: prediction {res.request['prediction']}, compact tools "
          f"{'on' if res.request['compact_tools'] else 'off'} (how lwm asks the model when it loads the adapter)")
+    if res.request_from is None:
+        note(f"(the defaults: no lwm data build manifest.json found beside the data this adapter trained on; "
+             f"edit {res.path.with_suffix('.json')} if it was trained on changes or compact tool lists)", "yellow")

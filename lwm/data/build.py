@@ -60,7 +60,7 @@ from lwm.jsonl import atomic_path, dumps, iter_jsonl, read_json, write_atomic, w
 from lwm.models.base import Message
 from lwm.parse import OBS_CLOSE, OBS_OPEN, THINK_CLOSE, THINK_OPEN, observation_text, parse_output
 from lwm.prediction import Prediction, check_prediction, observed_change, request, row_prediction
-from lwm.progress import progress_bar
+from lwm.progress import library_progress, progress_bar
 from lwm.prompts import UNSEEN_PHRASING, rephrase
 from lwm.retrieval import RUN_SUFFIX, episode_of, qualified
 from lwm.schema import BenchRow, _fence, parse_row, parse_trajectory, rows_from_trajectory, write_rows
@@ -488,7 +488,6 @@ def write_dataset(
     """
     import datasets
 
-    datasets.disable_progress_bars()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     features = dataset_features()
@@ -497,7 +496,7 @@ def write_dataset(
         recs = examples.get(split, [])
         cols = {k: [r[k] for r in recs] for k in features}
         ds = datasets.Dataset.from_dict(cols, features=features)
-        with atomic_path(out / f"{split}.parquet") as tmp:
+        with atomic_path(out / f"{split}.parquet") as tmp, library_progress(False):  # a bar per file says nothing
             ds.to_parquet(str(tmp))
         write_jsonl(out / f"{split}.jsonl", recs)
         if recs:  # `datasets.load_dataset` refuses a split with no rows

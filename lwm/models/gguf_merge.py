@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -34,6 +35,13 @@ log = logging.getLogger(__name__)
 
 #: Part of the cache key: bump when the merge's output for the same inputs changes.
 MERGE_VERSION = 2
+#: Merged copies the cache keeps (the most recently used) when it makes a new one. Each
+#: copy of the embedded model is about 145 MB, and every adapter trained or evaluated
+#: makes one (a helper found 100 copies, 14 GB, left by test runs before there was a limit).
+KEEP_MERGED = 6
+#: A copy used this recently (seconds) is never deleted: another process may be loading it.
+KEEP_RECENT_S = 600.0
+_MERGED_NAME = re.compile(r".+\+.+-[0-9a-f]{16}\.gguf")
 
 
 def merge_lora(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
@@ -142,8 +150,9 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
 
     The file is ``<cache_dir>/<model stem>+<adapter stem>-<key>.gguf``; the key hashes the
     adapter's bytes, the model file's path, size and modification time, and
-    :data:`MERGE_VERSION`, so a changed adapter or model gets a new copy (old copies stay;
-    delete the directory to reclaim the space).
+    :data:`MERGE_VERSION`, so a changed adapter or model gets a new copy. Old copies stay
+    until a new one is made; then only the :data:`KEEP_MERGED` most recently used are kept,
+    and any used in the last :data:`KEEP_RECENT_S` seconds (:func:`prune_merged`).
 
     Raises:
         ModelUnavailableError: as :func:`merge_lora`.
@@ -157,4 +166,44 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
         t = time.monotonic()
         merge_lora(model, adapter, out)
         log.info("merged %s into %s in %.1f s: %s", adapter, model, time.monotonic() - t, out)
+        prune_merged(out.parent, keep=out)
+    _mark_used(out)
     return out
+
+
+def _mark_used(path: Path) -> None:
+    # The access time says when a copy was last used (set here: mounts may not update it).
+    try:
+        os.utime(path, ns=(time.time_ns(), path.stat().st_mtime_ns))
+    except OSError:
+        pass
+
+
+def prune_merged(cache_dir: str | Path, keep: Path | None = None) -> list[Path]:
+    """Delete the merged copies in ``cache_dir`` beyond the :data:`KEEP_MERGED` most recently
+    used, except ``keep`` and any used in the last :data:`KEEP_RECENT_S` seconds. Files not
+    named as :func:`merged_model` names its copies are left alone.
+
+    Returns:
+        The files deleted.
+    """
+    used: list[tuple[float, Path]] = []
+    for path in Path(cache_dir).glob("*.gguf"):
+        try:
+            if _MERGED_NAME.fullmatch(path.name) and path.is_file():
+                used.append((path.stat().st_atime, path))
+        except OSError:  # deleted meanwhile by another process
+            continue
+    used.sort(reverse=True)
+    now, deleted = time.time(), []
+    for atime, path in used[KEEP_MERGED:]:
+        if path == keep or now - atime < KEEP_RECENT_S:
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        deleted.append(path)
+    if deleted:
+        log.info("deleted %d merged copies not used lately from %s", len(deleted), cache_dir)
+    return deleted

@@ -59,6 +59,9 @@ class ExportResult:
         bytes: file size.
         request: how the model expects to be asked (:func:`training_request`), also written
             into the record beside the adapter, ``<out stem>.json``.
+        request_from: the dataset manifest ``request`` was read from; ``None`` when none was
+            found (the request is then the defaults: correct it in the record if the model
+            was trained otherwise).
     """
 
     path: Path
@@ -68,6 +71,7 @@ class ExportResult:
     alpha: float
     bytes: int
     request: dict[str, Any] = field(default_factory=dict)
+    request_from: Path | None = None
 
 
 @dataclass
@@ -222,7 +226,7 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
     request = training_request(adapter)
     _record_request(out.with_suffix(".json"), request)
     return ExportResult(path=out, architecture=info.arch, tensors=len(tensors), rank=rank, alpha=alpha,
-                        bytes=out.stat().st_size, request=request)
+                        bytes=out.stat().st_size, request=request, request_from=training_manifest(adapter))
 
 
 def training_request(adapter: Path) -> dict[str, Any]:
@@ -231,16 +235,27 @@ def training_request(adapter: Path) -> dict[str, Any]:
     dataset the run (``lwm_train.json`` in the adapter's run folder) trained on; the
     defaults (full observations, tool lists as they are) when any of those is missing."""
     from lwm.prediction import PREDICTIONS
-    from lwm.train.records import RUN_FILE
 
-    run_file = adapter.parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
+    manifest = training_manifest(adapter)
     try:
-        data = Path(read_json(run_file)["settings"]["data"])
-        settings = read_json(data / "manifest.json")["settings"]
+        settings = read_json(manifest)["settings"]
         prediction, compact = settings.get("prediction", "full"), settings.get("compact_tools") is True
     except (KeyError, TypeError, AttributeError, OSError, ValueError):
         prediction, compact = "full", False
     return {"prediction": prediction if prediction in PREDICTIONS else "full", "compact_tools": compact}
+
+
+def training_manifest(adapter: Path) -> Path | None:
+    """The ``manifest.json`` of the ``lwm data build`` dataset the run that trained ``adapter``
+    read (named in ``lwm_train.json`` of its run folder), or ``None`` when there is none."""
+    from lwm.train.records import RUN_FILE
+
+    run_file = Path(adapter).parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
+    try:
+        manifest = Path(read_json(run_file)["settings"]["data"]) / "manifest.json"
+    except (KeyError, TypeError, OSError, ValueError):
+        return None
+    return manifest if manifest.is_file() else None
 
 
 def _record_request(path: Path, request: dict[str, Any]) -> None:

@@ -57,6 +57,7 @@ from lwm.errors import DataNotFoundError, RowFormatError, RunMismatchError, Sand
 from lwm.jsonl import JsonlAppender, read_json, write_atomic
 from lwm.loop import run_sync
 from lwm.models import WORLD_MODEL, ModelSpec, check_reachable, prompt_cache_mb
+from lwm.progress import library_progress
 from lwm.schema import Trajectory
 from lwm.sim.backends import backend_spec, sim_request, task_env_factory
 from lwm.sim.env import DEFAULT_REWARD, DEFAULT_SAMPLING
@@ -638,6 +639,11 @@ def train_rl(config: RLConfig, *, show_progress: bool = True) -> RLResult:
         ModelUnavailableError: the model, the world model or the training libraries are missing.
         DataNotFoundError: ``fidelity`` without train examples; a missing or empty task file.
     """
+    with library_progress(show_progress):
+        return _train_rl(config, show_progress)
+
+
+def _train_rl(config: RLConfig, show_progress: bool) -> RLResult:
     import torch
     from peft import LoraConfig
     from transformers.trainer_utils import get_last_checkpoint

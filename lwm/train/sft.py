@@ -35,6 +35,7 @@ from typing import Any
 
 from lwm.errors import DataNotFoundError, ModelUnavailableError, RowFormatError
 from lwm.jsonl import compare_settings, read_json, write_atomic
+from lwm.progress import library_progress
 from lwm.train.records import ADAPTER_META, METRICS_FILE, RUN_FILE, adapter_base, check_lr
 
 #: PEFT target modules by default: every linear projection of a Llama/Qwen-style block.
@@ -587,6 +588,11 @@ def train_sft(config: TrainConfig, *, show_progress: bool = True) -> TrainResult
         ModelUnavailableError: the base model or the training libraries are missing.
         ValueError: every example is longer than ``max_length``.
     """
+    with library_progress(show_progress):
+        return _train_sft(config, show_progress)
+
+
+def _train_sft(config: TrainConfig, show_progress: bool) -> TrainResult:
     data = load_sft_dataset(config.data)
     init = _init_adapter_source(config) if config.init_adapter is not None else None
     last = _prepare_out(config)

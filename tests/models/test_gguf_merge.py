@@ -10,7 +10,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from lwm.errors import ModelUnavailableError  # noqa: E402
-from lwm.models.gguf_merge import merge_lora, merged_model  # noqa: E402
+from lwm.models.gguf_merge import KEEP_MERGED, merge_lora, merged_model, prune_merged  # noqa: E402
 
 RNG = np.random.default_rng(0)
 W = RNG.normal(size=(4, 8)).astype(np.float32)  # out × in
@@ -99,6 +99,37 @@ def test_merged_model_is_cached_by_content(tmp_path):
     second = merged_model(model, adapter, tmp_path / "cache")
     assert second != first
     np.testing.assert_allclose(_tensors(second)["blk.0.attn_q.weight"], W + B @ A, rtol=1e-6)
+
+
+def test_the_cache_keeps_the_recently_used_copies_only(tmp_path):
+    """Every new adapter makes a copy: when one is made, copies beyond the most recently used
+    few are deleted — never one used in the last minutes, nor other files."""
+    import os
+    import time
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old = time.time() - 86400
+    stale = []
+    for i in range(KEEP_MERGED + 3):
+        path = cache / f"m+a{i}-{i:016x}.gguf"
+        path.write_bytes(b"x")
+        os.utime(path, (old + i, old))  # used a day ago, copy i later than copy i - 1
+        stale.append(path)
+    recent = cache / f"m+recent-{99:016x}.gguf"
+    recent.write_bytes(b"x")  # used just now (by another process, say)
+    other = cache / "notes.gguf"
+    other.write_bytes(b"x")
+    os.utime(other, (old, old))
+    model, adapter = _model(tmp_path / "m.gguf"), _adapter(tmp_path / "a.gguf")
+    made = merged_model(model, adapter, cache)
+    kept = set(cache.iterdir())
+    assert {made, recent, other} <= kept
+    # the newest copies are kept up to the limit (the new one and the recent one count)
+    assert [p for p in stale if p in kept] == stale[-(KEEP_MERGED - 2):]
+    assert merged_model(model, adapter, cache) == made  # a second use merges nothing, deletes nothing
+    assert set(cache.iterdir()) == kept
+    assert prune_merged(tmp_path / "nowhere") == []
 
 
 def lora_targets(lora):

@@ -273,9 +273,10 @@ def test_export_refuses_a_diverged_adapter(tmp_path):
 
 
 @pytest.mark.slow
-def test_training_continues_from_an_exported_adapter(run, tmp_path):
+def test_training_continues_from_an_exported_adapter(run, tmp_path, capfd):
     """--init-adapter: the GGUF adapter read back into PEFT (q/k rows restored) is where a new
-    run starts: its first validation loss is the finished run's, not the base model's."""
+    run starts: its first validation loss is the finished run's, not the base model's. Without
+    progress, the libraries draw no bars of their own either (datasets' map, loading weights)."""
     import numpy as np
     from safetensors.numpy import load_file
 
@@ -292,6 +293,8 @@ def test_training_continues_from_an_exported_adapter(run, tmp_path):
     again = train_sft(TrainConfig(data=config.data, out=tmp_path / "more", max_steps=1, batch_size=8, lr=1e-9,
                                   save_steps=1, eval_on_start=True, init_adapter=str(gguf), order="file"),
                       show_progress=False)
+    drawn = capfd.readouterr().err
+    assert "it/s]" not in drawn and "examples/s]" not in drawn, drawn[-500:]
     assert again.eval_loss_start == pytest.approx(res.eval_loss, rel=0.02)
     assert again.eval_loss_start < res.eval_loss_start / 2
     with pytest.raises(ValueError, match="full fine-tuning"):
@@ -302,20 +305,23 @@ def test_training_continues_from_an_exported_adapter(run, tmp_path):
 
 
 def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
-    from lwm.train.export import training_request
+    from lwm.train.export import training_manifest, training_request
 
     data, run = tmp_path / "ds", tmp_path / "run"
     (run / "checkpoint-3").mkdir(parents=True)
     data.mkdir()
     default = {"prediction": "full", "compact_tools": False}
     assert training_request(run / "checkpoint-3") == default  # no run record
+    assert training_manifest(run / "checkpoint-3") is None
     (run / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(data)}}))
-    assert training_request(run / "checkpoint-3") == default  # no dataset manifest
+    assert training_request(run / "checkpoint-3") == default  # no dataset manifest (lwm export says so)
+    assert training_manifest(run / "checkpoint-3") is None
     for settings in ([], {"prediction": "bogus", "compact_tools": "yes"}):
         (data / "manifest.json").write_text(json.dumps({"settings": settings}))
         assert training_request(run / "checkpoint-3") == default
     (data / "manifest.json").write_text(json.dumps({"settings": {"prediction": "change", "compact_tools": True}}))
     assert training_request(run / "checkpoint-3") == {"prediction": "change", "compact_tools": True}
+    assert training_manifest(run / "checkpoint-3") == data / "manifest.json"
     assert training_request(run) == default and training_request(tmp_path / "missing") == default
 
 

@@ -1,0 +1,103 @@
+"""An adapter's fidelity on the task families it never trained on, apart from the rest.
+
+``make run`` evaluates the whole terminal suite, whose training families the shipped warm-up
+adapter was trained on (the same episodes, and the same outputs where they do not change from
+run to run), so its headline mixes seen and unseen rows. For ``lwm eval`` runs over rows
+collected by ``lwm collect`` (the trajectories beside the rows name each episode's family),
+this prints exact / edit similarity / line F1 (×100) of each run on the rows of the families
+the adapter's record lists as held out (``data.splits.validation.families``), on the other
+rows, and on all, with the trivial guess's on the same rows (what the runs recorded as
+``trivial_fidelity``), and the rows where the run's answer scores above / below it in line F1.
+The model's greedy answer (without candidate scoring) is drawn again from what it wrote.
+
+    lwm eval --model embedded-warmup --out RUN          # collects the suite into RUN/data
+    lwm eval --model embedded --adapter X.gguf --data RUN/data --out RUN2   # the same rows
+    python bench/family_split.py RUN [RUN ...] [--data ROWS] [--record lwm/models/adapters/X.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+from lwm import domains
+from lwm.eval.runner import load_rows, row_key
+from lwm.jsonl import iter_jsonl, read_json
+from lwm.metrics import fidelity
+from lwm.parse import observation_text, parse_output
+from lwm.prediction import model_observation
+from lwm.retrieval import qualified
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "lwm/models/adapters/smollm2-135m-warmup.json"
+METRICS = ("exact", "edit_similarity", "line_f1")
+
+
+def families(data: Path) -> dict[str, str]:
+    """Trajectory id → family with its domain, from the ``trajectories.jsonl`` under ``data``."""
+    out = {}
+    for path in data.rglob("trajectories.jsonl"):
+        for _, t in iter_jsonl(path):
+            family = (t.get("metadata") or {}).get("family") or ""
+            out[t["id"]] = qualified(t["domain"], family) if family else ""
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path, help="lwm eval run directories (their data/ holds the rows)")
+    ap.add_argument("--record", type=Path, default=SHIPPED, help="the adapter's record (its held-out families)")
+    ap.add_argument("--data", type=Path, help="the rows the runs evaluated (default: each run's data/)")
+    args = ap.parse_args()
+    held = set(read_json(args.record)["data"]["splits"]["validation"]["families"])
+    print("| run | rows | answer | exact | edit sim. | line F1 | trivial (exact / edit / line F1) "
+          "| above / below trivial |")
+    print("|---|---|---|---:|---:|---:|---|---|")
+    for run in args.runs:
+        data = args.data or run / "data"
+        rows, family = load_rows(data), families(data)
+        settings = read_json(run / "run.json")
+        mode, scored = settings["prediction"], settings.get("score_candidates", False)
+        records = {r["key"]: r for _, r in iter_jsonl(run / "predictions.jsonl")}
+        sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0] * 4)
+        margin: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for i, row in enumerate(rows):
+            rec = records.get(row_key(i, row))
+            if rec is None or rec.get("error"):
+                continue
+            spec, real = domains.get(row.domain), observation_text(row.ground_truth)
+            answers = {"run": rec["fidelity"], "trivial": rec["trivial_fidelity"]}
+            if scored:  # the greedy answer drawn again (a row answered without the model has one answer)
+                answers["greedy"] = answers["run"]
+                if rec.get("candidate"):
+                    parsed = parse_output(rec["output"], rec.get("reasoning"))
+                    greedy = model_observation(row, parsed.observation, parsed.issues, mode)[0]
+                    answers["greedy"] = fidelity(greedy, real, row.volatile, spec.canonical).to_dict()
+            group = "held-out families" if family.get(row.id) in held else "training families"
+            for g in (group, "all"):
+                for name, f in answers.items():
+                    s = sums[g, name]
+                    s[0] += 1
+                    for j, m in enumerate(METRICS, start=1):
+                        s[j] += f[m]
+                    if name != "trivial":
+                        d = f["line_f1"] - answers["trivial"]["line_f1"]
+                        margin[g, name][0] += d > 0
+                        margin[g, name][1] += d < 0
+        for g in ("held-out families", "training families", "all"):
+            t = sums[g, "trivial"]
+            if not t[0]:
+                continue
+            trivial = " / ".join(f"{100 * v / t[0]:.2f}" for v in t[1:])
+            for name in ("run", "greedy"):
+                s = sums.get((g, name))
+                if s is None:
+                    continue
+                above, below = margin[g, name]
+                vals = " | ".join(f"{100 * v / s[0]:.2f}" for v in s[1:])
+                print(f"| {run.name} | {g} ({int(s[0])}) | {name} | {vals} | {trivial} | {above} / {below} |")
+
+
+if __name__ == "__main__":
+    main()
