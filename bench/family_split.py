@@ -51,6 +51,11 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="the rows the runs evaluated (default: each run's data/)")
     args = ap.parse_args()
     held = set(read_json(args.record)["data"]["splits"]["validation"]["families"])
+    for run in args.runs:
+        data = args.data or run / "data"
+        if not data.is_dir() or not (run / "predictions.jsonl").is_file():
+            raise SystemExit(f"{run}: needs predictions.jsonl (a finished lwm eval run) and its rows in {data} "
+                             "(give --data ROWS when the run read them from elsewhere)")
     print("| run | rows | answer | exact | edit sim. | line F1 | trivial (exact / edit / line F1) "
           "| above / below trivial |")
     print("|---|---|---|---:|---:|---:|---|---|")

@@ -79,9 +79,10 @@ class _Lines:
 @contextmanager
 def library_progress(enabled: bool) -> Iterator[None]:
     """The Hugging Face libraries' own progress bars (datasets' map and filter bars,
-    transformers' "Loading weights", the hub's file bars) shown or hidden inside the block,
-    as they were after it. ``--no-progress`` hides them with lwm's own bars; a library not
-    installed is left alone."""
+    transformers' "Loading weights", the hub's file bars) shown or hidden inside the block;
+    after it, a library switched is switched back. ``--no-progress`` hides them with lwm's
+    own bars; a library not installed, or already as asked, is left alone. The switches are
+    the process's: not for threads that want different settings at once."""
     switches = []  # (is_enabled, enable, disable) of each library installed
     try:
         import datasets
@@ -103,14 +104,14 @@ def library_progress(enabled: bool) -> Iterator[None]:
         switches.append((lambda: not are_progress_bars_disabled(), enable_progress_bars, disable_progress_bars))
     except ImportError:
         pass
-    before = [is_on() for is_on, _, _ in switches]
-    for _, enable, disable in switches:
+    switched = [(enable, disable) for is_on, enable, disable in switches if is_on() != enabled]
+    for enable, disable in switched:  # only what differs: a library's finer settings stay
         (enable if enabled else disable)()
     try:
         yield
     finally:
-        for was_on, (_, enable, disable) in zip(before, switches):
-            (enable if was_on else disable)()
+        for enable, disable in switched:
+            (disable if enabled else enable)()
 
 
 def _eta(rate: float, left: int) -> str:

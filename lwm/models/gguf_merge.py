@@ -39,8 +39,9 @@ MERGE_VERSION = 2
 #: copy of the embedded model is about 145 MB, and every adapter trained or evaluated
 #: makes one (a helper found 100 copies, 14 GB, left by test runs before there was a limit).
 KEEP_MERGED = 6
-#: A copy used this recently (seconds) is never deleted: another process may be loading it.
-KEEP_RECENT_S = 600.0
+#: A copy used this recently (seconds) is never deleted: a process may still hold its path
+#: (a training run reloads its policy from it).
+KEEP_RECENT_S = 86400.0
 _MERGED_NAME = re.compile(r".+\+.+-[0-9a-f]{16}\.gguf")
 
 
@@ -162,12 +163,13 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
     key = hashlib.sha256(adapter.read_bytes())
     key.update(f"{model.resolve()}|{st.st_size}|{st.st_mtime_ns}|{MERGE_VERSION}".encode())
     out = Path(cache_dir) / f"{model.stem}+{adapter.stem}-{key.hexdigest()[:16]}.gguf"
+    _mark_used(model)  # a merged copy may be the base of another merge
+    _mark_used(out)  # before it is looked for: a pruning process then keeps it
     if not out.is_file():
         t = time.monotonic()
         merge_lora(model, adapter, out)
         log.info("merged %s into %s in %.1f s: %s", adapter, model, time.monotonic() - t, out)
         prune_merged(out.parent, keep=out)
-    _mark_used(out)
     return out
 
 
@@ -179,7 +181,7 @@ def _mark_used(path: Path) -> None:
         pass
 
 
-def prune_merged(cache_dir: str | Path, keep: Path | None = None) -> list[Path]:
+def prune_merged(cache_dir: str | Path, keep: str | Path | None = None) -> list[Path]:
     """Delete the merged copies in ``cache_dir`` beyond the :data:`KEEP_MERGED` most recently
     used, except ``keep`` and any used in the last :data:`KEEP_RECENT_S` seconds. Files not
     named as :func:`merged_model` names its copies are left alone.
@@ -187,17 +189,18 @@ def prune_merged(cache_dir: str | Path, keep: Path | None = None) -> list[Path]:
     Returns:
         The files deleted.
     """
+    now, deleted = time.time(), []
+    kept = Path(keep).resolve() if keep is not None else None
     used: list[tuple[float, Path]] = []
     for path in Path(cache_dir).glob("*.gguf"):
         try:
             if _MERGED_NAME.fullmatch(path.name) and path.is_file():
-                used.append((path.stat().st_atime, path))
+                used.append((min(path.stat().st_atime, now), path))  # a time ahead of the clock is now
         except OSError:  # deleted meanwhile by another process
             continue
     used.sort(reverse=True)
-    now, deleted = time.time(), []
     for atime, path in used[KEEP_MERGED:]:
-        if path == keep or now - atime < KEEP_RECENT_S:
+        if now - atime < KEEP_RECENT_S or path.resolve() == kept:
             continue
         try:
             path.unlink()

@@ -60,8 +60,8 @@ class ExportResult:
         request: how the model expects to be asked (:func:`training_request`), also written
             into the record beside the adapter, ``<out stem>.json``.
         request_from: the dataset manifest ``request`` was read from; ``None`` when none was
-            found (the request is then the defaults: correct it in the record if the model
-            was trained otherwise).
+            found or it could not be read (the request then holds defaults: correct the record
+            if the model, a world model, was trained otherwise).
     """
 
     path: Path
@@ -223,10 +223,10 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
         tensors += [(name + ".lora_a", a), (name + ".lora_b", b)]
 
     _write_gguf(out, info.arch, alpha, tensors, name=adapter.resolve().name)
-    request = training_request(adapter)
+    request, source = _read_request(adapter)
     _record_request(out.with_suffix(".json"), request)
     return ExportResult(path=out, architecture=info.arch, tensors=len(tensors), rank=rank, alpha=alpha,
-                        bytes=out.stat().st_size, request=request, request_from=training_manifest(adapter))
+                        bytes=out.stat().st_size, request=request, request_from=source)
 
 
 def training_request(adapter: Path) -> dict[str, Any]:
@@ -234,6 +234,25 @@ def training_request(adapter: Path) -> dict[str, Any]:
     ``{"prediction": …, "compact_tools": …}`` from the manifest of the ``lwm data build``
     dataset the run (``lwm_train.json`` in the adapter's run folder) trained on; the
     defaults (full observations, tool lists as they are) when any of those is missing."""
+    return _read_request(adapter)[0]
+
+
+def training_manifest(adapter: Path) -> Path | None:
+    """The ``manifest.json`` of the ``lwm data build`` dataset the run that trained ``adapter``
+    read (named in ``lwm_train.json`` of its run folder), or ``None`` when there is none or
+    it cannot be reached."""
+    from lwm.train.records import RUN_FILE
+
+    run_file = Path(adapter).parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
+    try:
+        manifest = Path(read_json(run_file)["settings"]["data"]) / "manifest.json"
+        return manifest if manifest.is_file() else None
+    except (KeyError, TypeError, OSError, ValueError):
+        return None
+
+
+def _read_request(adapter: Path) -> tuple[dict[str, Any], Path | None]:
+    """:func:`training_request` and the manifest it was read from (``None``: the defaults)."""
     from lwm.prediction import PREDICTIONS
 
     manifest = training_manifest(adapter)
@@ -241,21 +260,10 @@ def training_request(adapter: Path) -> dict[str, Any]:
         settings = read_json(manifest)["settings"]
         prediction, compact = settings.get("prediction", "full"), settings.get("compact_tools") is True
     except (KeyError, TypeError, AttributeError, OSError, ValueError):
-        prediction, compact = "full", False
-    return {"prediction": prediction if prediction in PREDICTIONS else "full", "compact_tools": compact}
-
-
-def training_manifest(adapter: Path) -> Path | None:
-    """The ``manifest.json`` of the ``lwm data build`` dataset the run that trained ``adapter``
-    read (named in ``lwm_train.json`` of its run folder), or ``None`` when there is none."""
-    from lwm.train.records import RUN_FILE
-
-    run_file = Path(adapter).parent / RUN_FILE  # out/adapter and out/checkpoint-N of lwm train sft
-    try:
-        manifest = Path(read_json(run_file)["settings"]["data"]) / "manifest.json"
-    except (KeyError, TypeError, OSError, ValueError):
-        return None
-    return manifest if manifest.is_file() else None
+        return {"prediction": "full", "compact_tools": False}, None
+    if prediction not in PREDICTIONS:
+        return {"prediction": "full", "compact_tools": compact}, None
+    return {"prediction": prediction, "compact_tools": compact}, manifest
 
 
 def _record_request(path: Path, request: dict[str, Any]) -> None:

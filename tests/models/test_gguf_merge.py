@@ -101,15 +101,16 @@ def test_merged_model_is_cached_by_content(tmp_path):
     np.testing.assert_allclose(_tensors(second)["blk.0.attn_q.weight"], W + B @ A, rtol=1e-6)
 
 
-def test_the_cache_keeps_the_recently_used_copies_only(tmp_path):
+def test_the_cache_keeps_the_recently_used_copies_only(tmp_path, monkeypatch):
     """Every new adapter makes a copy: when one is made, copies beyond the most recently used
-    few are deleted — never one used in the last minutes, nor other files."""
+    few are deleted — never one used in the last day, one given as ``keep`` however spelt, nor
+    other files; a time ahead of the clock counts as now."""
     import os
     import time
 
     cache = tmp_path / "cache"
     cache.mkdir()
-    old = time.time() - 86400
+    old = time.time() - 3 * 86400
     stale = []
     for i in range(KEEP_MERGED + 3):
         path = cache / f"m+a{i}-{i:016x}.gguf"
@@ -130,6 +131,15 @@ def test_the_cache_keeps_the_recently_used_copies_only(tmp_path):
     assert merged_model(model, adapter, cache) == made  # a second use merges nothing, deletes nothing
     assert set(cache.iterdir()) == kept
     assert prune_merged(tmp_path / "nowhere") == []
+
+    # the oldest copy kept, given as keep relative to the working directory, stays
+    oldest = min((p for p in kept if p.name.startswith("m+a")), key=lambda p: p.stat().st_atime)
+    ahead = cache / f"m+ahead-{98:016x}.gguf"
+    ahead.write_bytes(b"x")
+    os.utime(ahead, (time.time() + 86400 * 365, old))  # a clock that ran ahead
+    monkeypatch.chdir(tmp_path)
+    assert oldest not in prune_merged("cache", keep=f"cache/{oldest.name}")
+    assert oldest.exists() and ahead.exists()
 
 
 def lora_targets(lora):

@@ -305,7 +305,7 @@ def test_training_continues_from_an_exported_adapter(run, tmp_path, capfd):
 
 
 def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
-    from lwm.train.export import training_manifest, training_request
+    from lwm.train.export import _read_request, training_manifest, training_request
 
     data, run = tmp_path / "ds", tmp_path / "run"
     (run / "checkpoint-3").mkdir(parents=True)
@@ -319,9 +319,13 @@ def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
     for settings in ([], {"prediction": "bogus", "compact_tools": "yes"}):
         (data / "manifest.json").write_text(json.dumps({"settings": settings}))
         assert training_request(run / "checkpoint-3") == default
+        assert _read_request(run / "checkpoint-3") == (default, None)  # unusable: export says defaults
     (data / "manifest.json").write_text(json.dumps({"settings": {"prediction": "change", "compact_tools": True}}))
     assert training_request(run / "checkpoint-3") == {"prediction": "change", "compact_tools": True}
     assert training_manifest(run / "checkpoint-3") == data / "manifest.json"
+    assert _read_request(run / "checkpoint-3")[1] == data / "manifest.json"
+    (run / "lwm_train.json").write_text(json.dumps({"settings": {"data": "x" * 5000}}))  # a name too long
+    assert training_manifest(run / "checkpoint-3") is None and training_request(run / "checkpoint-3") == default
     assert training_request(run) == default and training_request(tmp_path / "missing") == default
 
 
