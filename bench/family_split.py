@@ -53,9 +53,9 @@ def main() -> None:
     held = set(read_json(args.record)["data"]["splits"]["validation"]["families"])
     for run in args.runs:
         data = args.data or run / "data"
-        if not data.is_dir() or not (run / "predictions.jsonl").is_file():
-            raise SystemExit(f"{run}: needs predictions.jsonl (a finished lwm eval run) and its rows in {data} "
-                             "(give --data ROWS when the run read them from elsewhere)")
+        if not data.is_dir() or not (run / "predictions.jsonl").is_file() or not (run / "run.json").is_file():
+            raise SystemExit(f"{run}: needs predictions.jsonl and run.json (a finished lwm eval run) and its rows "
+                             f"in {data} (give --data ROWS when the run read them from elsewhere)")
     print("| run | rows | answer | exact | edit sim. | line F1 | trivial (exact / edit / line F1) "
           "| above / below trivial |")
     print("|---|---|---|---:|---:|---:|---|---|")
@@ -69,14 +69,14 @@ def main() -> None:
         margin: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         for i, row in enumerate(rows):
             rec = records.get(row_key(i, row))
-            if rec is None or rec.get("error"):
+            if rec is None or rec.get("error") or "trivial_fidelity" not in rec:  # no trivial guess: not compared
                 continue
             spec, real = domains.get(row.domain), observation_text(row.ground_truth)
             answers = {"run": rec["fidelity"], "trivial": rec["trivial_fidelity"]}
             if scored:  # the greedy answer drawn again (a row answered without the model has one answer)
                 answers["greedy"] = answers["run"]
                 if rec.get("candidate"):
-                    parsed = parse_output(rec["output"], rec.get("reasoning"))
+                    parsed = parse_output(rec["output"], rec.get("reasoning"), truncated=bool(rec.get("truncated")))
                     greedy = model_observation(row, parsed.observation, parsed.issues, mode)[0]
                     answers["greedy"] = fidelity(greedy, real, row.volatile, spec.canonical).to_dict()
             group = "held-out families" if family.get(row.id) in held else "training families"

@@ -78,40 +78,44 @@ class _Lines:
 
 @contextmanager
 def library_progress(enabled: bool) -> Iterator[None]:
-    """The Hugging Face libraries' own progress bars (datasets' map and filter bars,
-    transformers' "Loading weights", the hub's file bars) shown or hidden inside the block;
-    after it, a library switched is switched back. ``--no-progress`` hides them with lwm's
-    own bars; a library not installed, or already as asked, is left alone. The switches are
-    the process's: not for threads that want different settings at once."""
-    switches = []  # (is_enabled, enable, disable) of each library installed
-    try:
-        import datasets
+    """With ``enabled`` false, the Hugging Face libraries' own progress bars (datasets' map
+    and filter bars, transformers' "Loading weights", the hub's file bars) hidden inside the
+    block, and those it hid shown again after it; with ``enabled`` true, nothing changes (a
+    user's ``HF_*_DISABLE_PROGRESS_BARS`` stays in force). ``--no-progress`` hides them with
+    lwm's own bars; a library not installed is left alone. The switches are the process's:
+    not for threads that want different settings at once."""
+    switches = []  # (is_on, enable, disable) of each library installed
+    if not enabled:
+        try:
+            import datasets
 
-        switches.append((datasets.is_progress_bar_enabled, datasets.enable_progress_bars,
-                         datasets.disable_progress_bars))
-    except ImportError:
-        pass
-    try:
-        from transformers.utils import logging as tf_logging
+            switches.append((datasets.is_progress_bar_enabled, datasets.enable_progress_bars,
+                             datasets.disable_progress_bars))
+        except ImportError:
+            pass
+        try:
+            from transformers.utils import logging as tf_logging
 
-        switches.append((tf_logging.is_progress_bar_enabled, tf_logging.enable_progress_bar,
-                         tf_logging.disable_progress_bar))
-    except ImportError:
-        pass
-    try:
-        from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+            switches.append((tf_logging.is_progress_bar_enabled, tf_logging.enable_progress_bar,
+                             tf_logging.disable_progress_bar))
+        except ImportError:
+            pass
+        try:
+            from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-        switches.append((lambda: not are_progress_bars_disabled(), enable_progress_bars, disable_progress_bars))
-    except ImportError:
-        pass
-    switched = [(enable, disable) for is_on, enable, disable in switches if is_on() != enabled]
-    for enable, disable in switched:  # only what differs: a library's finer settings stay
-        (enable if enabled else disable)()
+            switches.append((lambda: not are_progress_bars_disabled(), enable_progress_bars, disable_progress_bars))
+        except ImportError:
+            pass
+    hidden = []
+    for is_on, enable, disable in switches:
+        if is_on():
+            disable()
+            hidden.append(enable)
     try:
         yield
     finally:
-        for enable, disable in switched:
-            (disable if enabled else enable)()
+        for enable in hidden:
+            enable()
 
 
 def _eta(rate: float, left: int) -> str:

@@ -138,18 +138,30 @@ def test_without_a_terminal_progress_is_plain_lines_with_successes_so_far(tmp_pa
 
 
 def test_library_progress_hides_the_libraries_bars_and_restores_them():
-    """--no-progress also hides the Hugging Face libraries' bars, only inside the block,
-    even when it raises."""
+    """--no-progress also hides the Hugging Face libraries' bars, only inside the block, even
+    when it raises; bars the user had turned off stay off, and showing progress changes nothing."""
     datasets = pytest.importorskip("datasets")
+    from huggingface_hub.utils import are_progress_bars_disabled
     from transformers.utils import logging as tf_logging
 
     from lwm.progress import library_progress
 
-    assert datasets.is_progress_bar_enabled() and tf_logging.is_progress_bar_enabled()
+    def shown():
+        return datasets.is_progress_bar_enabled(), tf_logging.is_progress_bar_enabled(), not are_progress_bars_disabled()
+
+    assert shown() == (True, True, True)
     with pytest.raises(RuntimeError), library_progress(False):
-        assert not datasets.is_progress_bar_enabled() and not tf_logging.is_progress_bar_enabled()
+        assert shown() == (False, False, False)
         with library_progress(True):
-            assert datasets.is_progress_bar_enabled()
-        assert not datasets.is_progress_bar_enabled()
+            assert shown() == (False, False, False)  # showing changes nothing
         raise RuntimeError
-    assert datasets.is_progress_bar_enabled() and tf_logging.is_progress_bar_enabled()
+    assert shown() == (True, True, True)
+    datasets.disable_progress_bars()  # the user's choice
+    try:
+        with library_progress(False):
+            assert not datasets.is_progress_bar_enabled()
+        assert not datasets.is_progress_bar_enabled()
+        with library_progress(True):
+            assert not datasets.is_progress_bar_enabled()
+    finally:
+        datasets.enable_progress_bars()

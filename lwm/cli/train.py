@@ -231,6 +231,6 @@ def export(
     note(f"and {res.path.with_suffix('.json')}: prediction {res.request['prediction']}, compact tools "
          f"{'on' if res.request['compact_tools'] else 'off'} (how lwm asks the model when it loads the adapter)")
     if res.request_from is None:
-        note(f"(defaults: no readable lwm data build manifest.json beside the data this adapter trained on; they "
-             f"matter only for a world model: edit {res.path.with_suffix('.json')} if it learned changes or compact "
-             "tool lists)", "yellow")
+        note(f"(defaults: the data this adapter trained on has no lwm data build manifest.json saying how it was "
+             f"asked; that matters only for a world model: edit {res.path.with_suffix('.json')} if it learned "
+             "changes or compact tool lists)", "yellow")

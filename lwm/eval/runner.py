@@ -513,13 +513,14 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     if config.data is None:
         for domain in config.domains or ("terminal",):
             where = Path(config.out) / "data" / domain
+            print(f"Ground truth: the real {domain} suite in {where} …", file=sys.stderr)
             got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes),
                           show_progress=show_progress)
             if got.trajectories == 0 and got.failed:
                 raise LwmError(f"no {domain} episode could be played: {next(iter(got.failed.values()))}")
             done = f"{got.played} runs played in the real {domain} suite" if got.played else \
                 f"the real {domain} suite's {got.trajectories} runs already played"
-            print(f"Ground truth: {done} ({where})", file=sys.stderr)
+            print(f"Ground truth: {done}", file=sys.stderr)
         config.data = Path(config.out) / "data"
     rows = load_rows(config.data, config.domains, config.limit)
     return asyncio.run(evaluate(config, predictor, judge_model, rows=rows, index=index, show_progress=show_progress))

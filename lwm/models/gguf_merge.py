@@ -151,9 +151,9 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
 
     The file is ``<cache_dir>/<model stem>+<adapter stem>-<key>.gguf``; the key hashes the
     adapter's bytes, the model file's path, size and modification time, and
-    :data:`MERGE_VERSION`, so a changed adapter or model gets a new copy. Old copies stay
-    until a new one is made; then only the :data:`KEEP_MERGED` most recently used are kept,
-    and any used in the last :data:`KEEP_RECENT_S` seconds (:func:`prune_merged`).
+    :data:`MERGE_VERSION`, so a changed adapter or model gets a new copy. Before a new copy
+    is made, old ones are deleted but for the :data:`KEEP_MERGED` most recently used and any
+    used in the last :data:`KEEP_RECENT_S` seconds (:func:`prune_merged`).
 
     Raises:
         ModelUnavailableError: as :func:`merge_lora`.
@@ -166,10 +166,10 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
     _mark_used(model)  # a merged copy may be the base of another merge
     _mark_used(out)  # before it is looked for: a pruning process then keeps it
     if not out.is_file():
+        prune_merged(out.parent)  # first: the new copy may need the space
         t = time.monotonic()
         merge_lora(model, adapter, out)
         log.info("merged %s into %s in %.1f s: %s", adapter, model, time.monotonic() - t, out)
-        prune_merged(out.parent, keep=out)
     return out
 
 
@@ -181,26 +181,25 @@ def _mark_used(path: Path) -> None:
         pass
 
 
-def prune_merged(cache_dir: str | Path, keep: str | Path | None = None) -> list[Path]:
+def prune_merged(cache_dir: str | Path) -> list[Path]:
     """Delete the merged copies in ``cache_dir`` beyond the :data:`KEEP_MERGED` most recently
-    used, except ``keep`` and any used in the last :data:`KEEP_RECENT_S` seconds. Files not
-    named as :func:`merged_model` names its copies are left alone.
+    used, except any used in the last :data:`KEEP_RECENT_S` seconds. Files not named as
+    :func:`merged_model` names its copies are left alone.
 
     Returns:
         The files deleted.
     """
-    now, deleted = time.time(), []
-    kept = Path(keep).resolve() if keep is not None else None
     used: list[tuple[float, Path]] = []
     for path in Path(cache_dir).glob("*.gguf"):
         try:
             if _MERGED_NAME.fullmatch(path.name) and path.is_file():
-                used.append((min(path.stat().st_atime, now), path))  # a time ahead of the clock is now
+                used.append((path.stat().st_atime, path))
         except OSError:  # deleted meanwhile by another process
             continue
     used.sort(reverse=True)
+    now, deleted = time.time(), []
     for atime, path in used[KEEP_MERGED:]:
-        if now - atime < KEEP_RECENT_S or path.resolve() == kept:
+        if now - atime < KEEP_RECENT_S:
             continue
         try:
             path.unlink()

@@ -192,6 +192,8 @@ def test_export_loads_in_llama_cpp_and_matches_peft(run, tuned, tmp_path):
     cli = CliRunner().invoke(train_app, ["export", "--adapter", str(res.adapter_dir), "--out", str(out)])
     assert cli.exit_code == 0, cli.output
     assert "420 tensors" in cli.output and 9e6 < out.stat().st_size < 11e6  # r=16 on 7 projections × 30 blocks, f16
+    said = " ".join(cli.output.split())
+    assert "prediction full" in said and "has no lwm data build manifest.json" in said  # these parquet files have none
 
     model, tokenizer, hf_answer = tuned
     messages = prompt("banana")
