@@ -163,7 +163,8 @@ def merged_model(model: str | Path, adapter: str | Path, cache_dir: str | Path) 
     key = hashlib.sha256(adapter.read_bytes())
     key.update(f"{model.resolve()}|{st.st_size}|{st.st_mtime_ns}|{MERGE_VERSION}".encode())
     out = Path(cache_dir) / f"{model.stem}+{adapter.stem}-{key.hexdigest()[:16]}.gguf"
-    _mark_used(model)  # a merged copy may be the base of another merge
+    if model.parent.resolve() == out.parent.resolve():  # a merged copy as the base of another merge
+        _mark_used(model)
     _mark_used(out)  # before it is looked for: a pruning process then keeps it
     if not out.is_file():
         prune_merged(out.parent)  # first: the new copy may need the space

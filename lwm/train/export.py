@@ -255,12 +255,15 @@ def _read_request(adapter: Path) -> tuple[dict[str, Any], Path | None]:
     """:func:`training_request` and the manifest it was read from (``None``: the defaults)."""
     from lwm.prediction import PREDICTIONS
 
+    defaults = {"prediction": "full", "compact_tools": False}
     manifest = training_manifest(adapter)
+    if manifest is None:
+        return defaults, None
     try:
         settings = read_json(manifest)["settings"]
         prediction, compact = settings.get("prediction", "full"), settings.get("compact_tools") is True
     except (KeyError, TypeError, AttributeError, OSError, ValueError):
-        return {"prediction": "full", "compact_tools": False}, None
+        return defaults, None
     if prediction not in PREDICTIONS:
         return {"prediction": "full", "compact_tools": compact}, None
     return {"prediction": prediction, "compact_tools": compact}, manifest

@@ -136,6 +136,10 @@ def test_the_cache_keeps_the_recently_used_copies_only(tmp_path, monkeypatch):
     assert set(cache.iterdir()) == {made, recent, other}
     assert prune_merged(tmp_path / "nowhere") == []
 
+    os.utime(made, (old, old))  # a copy as the base of another merge is used, so not pruned by it
+    again = merged_model(made, adapter, cache)
+    assert again != made and made.exists() and time.time() - made.stat().st_atime < 60
+
 
 def lora_targets(lora):
     return [n.removesuffix(".lora_a") for n in lora if n.endswith(".lora_a")]
