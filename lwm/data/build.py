@@ -492,15 +492,16 @@ def write_dataset(
     out.mkdir(parents=True, exist_ok=True)
     features = dataset_features()
     files = []
-    for split in SPLITS:
-        recs = examples.get(split, [])
-        cols = {k: [r[k] for r in recs] for k in features}
-        ds = datasets.Dataset.from_dict(cols, features=features)
-        with atomic_path(out / f"{split}.parquet") as tmp, library_progress(False):  # a bar per file says nothing
-            ds.to_parquet(str(tmp))
-        write_jsonl(out / f"{split}.jsonl", recs)
-        if recs:  # `datasets.load_dataset` refuses a split with no rows
-            files.append(f"  - split: {split}\n    path: {split}.parquet")
+    with library_progress(False):  # a bar per Parquet file says nothing
+        for split in SPLITS:
+            recs = examples.get(split, [])
+            cols = {k: [r[k] for r in recs] for k in features}
+            ds = datasets.Dataset.from_dict(cols, features=features)
+            with atomic_path(out / f"{split}.parquet") as tmp:
+                ds.to_parquet(str(tmp))
+            write_jsonl(out / f"{split}.jsonl", recs)
+            if recs:  # `datasets.load_dataset` refuses a split with no rows
+                files.append(f"  - split: {split}\n    path: {split}.parquet")
     write_atomic(out / "README.md", _CARD.format(files="\n".join(files), command=command, name=out))
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
 

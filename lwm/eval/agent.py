@@ -254,7 +254,11 @@ def _factory(config: AgentEvalConfig, domain: str) -> EnvFactory:
 def succeeded(episode: Trajectory) -> bool:
     """Whether an episode counts as a success: its reward is at least 0.5 (an unknown verdict
     is a failure)."""
-    return (episode.reward or 0) >= 0.5
+    return _success(episode.reward)
+
+
+def _success(reward: float | None) -> bool:
+    return (reward or 0) >= 0.5
 
 
 def success_rate(successes: int, n: int) -> dict[str, Any]:
@@ -299,12 +303,12 @@ def summarize(episodes: list[Trajectory], backend: str) -> dict[str, Any]:
              "play_seconds": round(sum(m.get("play_seconds", 0) for m in meta), 1)}
         replayed = [e for e in eps if "real_reward" in e.metadata]
         if backend_spec(backend).all_simulated and replayed:
-            real_ok = sum(1 for e in replayed if (e.metadata["real_reward"] or 0) >= 0.5)
-            sim_ok = sum(map(succeeded, replayed))
+            verdicts = [(succeeded(e), _success(e.metadata["real_reward"])) for e in replayed]  # (simulated, real)
+            sim_ok, real_ok = sum(s for s, _ in verdicts), sum(r for _, r in verdicts)
             g["real_success_of_simulated_actions"] = success_rate(real_ok, len(replayed))
             g["sim_to_real_ratio"] = round(sim_ok / real_ok, 3) if real_ok else None
-            g["false_successes"] = sum(1 for e in replayed if succeeded(e) and (e.metadata["real_reward"] or 0) < 0.5)
-            both = sum(1 for e in replayed if succeeded(e) and (e.metadata["real_reward"] or 0) >= 0.5)
+            g["false_successes"] = sum(s and not r for s, r in verdicts)
+            both = sum(s and r for s, r in verdicts)
             g["reward_precision"] = round(both / sim_ok, 4) if sim_ok else None
             g["reward_recall"] = round(both / real_ok, 4) if real_ok else None
         return g
