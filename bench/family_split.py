@@ -93,6 +93,7 @@ def main() -> None:
         for g in ("held-out families", "training families", "all"):
             t = sums[g, "trivial"]
             if not t[0]:
+                print(f"| {run.name} | {g} (0) | — | | | | | |")
                 continue
             trivial = " / ".join(f"{100 * v / t[0]:.2f}" for v in t[1:])
             for name in ("run", "greedy"):
