@@ -53,7 +53,8 @@ $(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
 	$(BIN)/lwm setup
 	touch $@
 
-# The warm-up world model by default; `make run MODEL=embedded` evaluates the base model
+# The warm-up world model by default, on the task families it never trained on (--heldout);
+# `make run MODEL=embedded` evaluates the base model on the same rows
 # (":=": a MODEL variable in the environment does not change it, the command line does).
 MODEL := embedded-warmup
 # The agents' tasks: 8 per domain of the training families (seed 2) and 8 of the held-out
@@ -62,7 +63,7 @@ RUN_DIR     := runs/make-run
 AGENT_TASKS := --domain db --domain code --tasks 8
 
 run: install
-	$(BIN)/lwm eval --model $(MODEL) --out $(RUN_DIR)/world-model-$(MODEL)
+	$(BIN)/lwm eval --model $(MODEL) --heldout --out $(RUN_DIR)/world-model-$(MODEL)-heldout
 	$(BIN)/lwm agent tasks $(RUN_DIR)/train-tasks.jsonl $(AGENT_TASKS) --split train --seed 2
 	$(BIN)/lwm agent tasks $(RUN_DIR)/heldout-tasks.jsonl $(AGENT_TASKS) --split heldout --seed 0
 	cat $(RUN_DIR)/train-tasks.jsonl $(RUN_DIR)/heldout-tasks.jsonl > $(RUN_DIR)/tasks.jsonl
@@ -70,7 +71,7 @@ run: install
 	  $(BIN)/lwm agent eval --policy $$policy --tasks-file $(RUN_DIR)/tasks.jsonl --max-turns 2 \
 	    --out $(RUN_DIR)/agent-$$policy || exit 1; done
 	$(BIN)/lwm agent compare $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent
-	$(BIN)/lwm report $(RUN_DIR)/world-model-$(MODEL) $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent \
+	$(BIN)/lwm report $(RUN_DIR)/world-model-$(MODEL)-heldout $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent \
 	  --out $(RUN_DIR)/report.html
 
 test: install

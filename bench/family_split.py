@@ -1,16 +1,18 @@
 """An adapter's fidelity on the task families it never trained on, apart from the rest.
 
-``make run`` evaluates the whole terminal suite, whose training families the shipped warm-up
-adapter was trained on (the same episodes, and the same outputs where they do not change from
-run to run), so its headline mixes seen and unseen rows. For ``lwm eval`` runs over rows
-collected by ``lwm collect`` (the trajectories beside the rows name each episode's family),
-this prints exact / edit similarity / line F1 (×100) of each run on the rows of the families
-the adapter's record lists as held out (``data.splits.validation.families``), on the other
-rows, and on all, with the trivial guess's on the same rows (what the runs recorded as
-``trivial_fidelity``), and the rows where the run's answer scores above / below it in line F1.
-The model's greedy answer (without candidate scoring) is drawn again from what it wrote.
+``lwm eval`` without ``--heldout`` evaluates the whole terminal suite, whose training families
+the shipped warm-up adapter was trained on (the same episodes, and the same outputs where they
+do not change from run to run), so its headline mixes seen and unseen rows. For ``lwm eval``
+runs over rows collected by ``lwm collect`` (the trajectories beside the rows name each
+episode's family), this prints exact / edit similarity / line F1 (×100) of each run on the rows
+of the families the adapter never trained on (its record's validation families less those an
+earlier stage trained on: :func:`lwm.models.embedded.heldout_families`, what ``--heldout``
+keeps), on the other rows, and on all, with the trivial guess's on the same rows (what the
+runs recorded as ``trivial_fidelity``), and the rows where the run's answer scores above /
+below it in line F1. The model's greedy answer (without candidate scoring) is drawn again from
+what it wrote.
 
-    lwm eval --model embedded-warmup --out RUN          # collects the suite into RUN/data
+    lwm eval --model embedded-warmup --out RUN          # collects the whole suite into RUN/data
     lwm eval --model embedded --adapter X.gguf --data RUN/data --out RUN2   # the same rows
     python bench/family_split.py RUN [RUN ...] [--data ROWS] [--record lwm/models/adapters/X.json]
 """
@@ -22,26 +24,16 @@ from collections import defaultdict
 from pathlib import Path
 
 from lwm import domains
-from lwm.eval.runner import load_rows, row_key
+from lwm.eval.runner import load_rows, row_key, trajectory_families
 from lwm.jsonl import iter_jsonl, read_json
 from lwm.metrics import fidelity
+from lwm.models.embedded import heldout_families
 from lwm.parse import observation_text, parse_output
 from lwm.prediction import model_observation
-from lwm.retrieval import qualified
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "lwm/models/adapters/smollm2-135m-warmup.json"
 METRICS = ("exact", "edit_similarity", "line_f1")
-
-
-def families(data: Path) -> dict[str, str]:
-    """Trajectory id → family with its domain, from the ``trajectories.jsonl`` under ``data``."""
-    out = {}
-    for path in data.rglob("trajectories.jsonl"):
-        for _, t in iter_jsonl(path):
-            family = (t.get("metadata") or {}).get("family") or ""
-            out[t["id"]] = qualified(t["domain"], family) if family else ""
-    return out
 
 
 def main() -> None:
@@ -50,7 +42,9 @@ def main() -> None:
     ap.add_argument("--record", type=Path, default=SHIPPED, help="the adapter's record (its held-out families)")
     ap.add_argument("--data", type=Path, help="the rows the runs evaluated (default: each run's data/)")
     args = ap.parse_args()
-    held = set(read_json(args.record)["data"]["splits"]["validation"]["families"])
+    held = heldout_families(read_json(args.record))
+    if held is None:
+        raise SystemExit(f"{args.record}: the record does not say which families the adapter never trained on")
     for run in args.runs:
         data = args.data or run / "data"
         if not data.is_dir() or not (run / "predictions.jsonl").is_file() or not (run / "run.json").is_file():
@@ -61,7 +55,7 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---|---|")
     for run in args.runs:
         data = args.data or run / "data"
-        rows, family = load_rows(data), families(data)
+        rows, family = load_rows(data), trajectory_families(data)
         settings = read_json(run / "run.json")
         mode, scored = settings["prediction"], settings.get("score_candidates", False)
         records = {r["key"]: r for _, r in iter_jsonl(run / "predictions.jsonl")}

@@ -183,6 +183,7 @@ def eval_(
                                          help_suffix="Repeat the flag for several."),
     limit: int | None = option(EvalConfig, "limit", min=1),
     episodes: int | None = option(EvalConfig, "episodes", min=1),
+    heldout: bool = option(EvalConfig, "heldout", "--heldout/--no-heldout"),
     concurrency: int = option(ModelSpec, "concurrency", min=1),
     temperature: float = option(SamplingParams, "temperature", min=0.0),
     top_p: float = option(SamplingParams, "top_p", min=0.0, max=1.0),
@@ -229,8 +230,9 @@ def eval_(
     sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, extra_body=body,
                               stop=tuple(stop) if stop is not None else DEFAULT_STOP)
     config = call(EvalConfig, out=out, data=data, domains=tuple(domain) if domain else None, limit=limit,
-                  episodes=episodes, sampling=sampling, max_prompt_tokens=max_prompt_tokens, judge_mode=judge_mode,
-                  baseline=baseline, judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
+                  episodes=episodes, heldout=heldout, sampling=sampling, max_prompt_tokens=max_prompt_tokens,
+                  judge_mode=judge_mode, baseline=baseline,
+                  judge_sampling=SamplingParams(temperature=0.0, max_tokens=judge_max_tokens),
                   prediction=predict, compact_tools=compact_tools, score_candidates=score_candidates,
                   index=index, neighbours=neighbours, certain=certain)
     world = ModelSpec(_default_model(model, base_url, api_key, str(adapter) if adapter else None), base_url, api_key,

@@ -31,7 +31,7 @@ from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
 from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
 from lwm.metrics import fidelity
-from lwm.models import ModelSpec
+from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import DEFAULT_STOP, observation_text, parse_output
 from lwm.prediction import (
@@ -43,7 +43,7 @@ from lwm.prediction import (
     request_format,
     row_prediction,
 )
-from lwm.retrieval import TransitionIndex, episode_of
+from lwm.retrieval import TransitionIndex, episode_of, qualified
 from lwm.schema import BenchRow, read_rows
 
 JudgeMode = Literal["score", "real", "closer"]
@@ -66,6 +66,11 @@ class EvalConfig:
         domains: only these domains.
         limit: only the first N rows (over all domains, in file order).
         episodes: with no ``data``, collect only the first N episodes of each suite.
+        heldout: only the rows of the task families the world model never trained on, as its
+            adapter's record says (:func:`lwm.models.embedded.heldout_families`; for a model
+            that does not say, those of ``embedded-warmup``: :func:`heldout_families_of`); with
+            no ``data``, only those episodes of each suite are played. The rows' families are
+            read from the ``trajectories.jsonl`` that ``lwm collect`` writes beside them.
         sampling: decoding settings of the world model.
         max_prompt_tokens: tokens for the history window and the current turn (the system
             prompt is extra); the oldest turns are dropped first.
@@ -105,6 +110,7 @@ class EvalConfig:
     domains: tuple[str, ...] | None = None
     limit: int | None = None
     episodes: int | None = None
+    heldout: bool = False
     sampling: SamplingParams = field(
         default_factory=lambda: SamplingParams(temperature=0.0, max_tokens=320, stop=DEFAULT_STOP))
     max_prompt_tokens: int = 2048
@@ -142,15 +148,18 @@ def row_key(index: int, row: BenchRow) -> str:
     return f"{index:06d}-{h.hexdigest()[:12]}"
 
 
-def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | None = None) -> list[BenchRow]:
+def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | None = None,
+              families: frozenset[str] | None = None) -> list[BenchRow]:
     """Read AgentWorldBench rows from one file or a directory: its ``*_test.jsonl`` files,
     or, when it has none, those of its sub-directories (e.g. one ``lwm collect`` per domain).
 
-    An empty file among others is reported on stderr.
+    An empty file among others is reported on stderr. ``families`` (``domain/family``) keeps
+    only the rows of those task families (:func:`trajectory_families`), before ``limit``.
 
     Raises:
         DataNotFoundError: no such file, not a regular file or directory, no ``*_test.jsonl``
-            in the directory, or every file found is empty (names the files).
+            in the directory, or every file found is empty (names the files); with
+            ``families``, rows whose family nothing beside them names.
         RowFormatError: a malformed line (names file and line).
     """
     data = Path(data)
@@ -175,7 +184,34 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
             raise DataNotFoundError(f"no rows: {', '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty")
         print(f"warning: no rows in {', '.join(empty)} (empty)", file=sys.stderr)
     rows = [r for r in rows if not domains or r.domain in domains]
+    if families is not None:
+        family_of = trajectory_families(data if data.is_dir() else data.parent)
+        unknown = sorted({r.id for r in rows if r.id not in family_of})
+        if unknown:
+            raise DataNotFoundError(f"{len(unknown)} trajectories of {data} have no family recorded (e.g. "
+                                    f"{unknown[0]}): only rows collected by lwm collect, with its "
+                                    "trajectories.jsonl beside them, can be split by family")
+        rows = [r for r in rows if family_of[r.id] in families]
     return rows[:limit] if limit else rows
+
+
+def trajectory_families(data: Path) -> dict[str, str]:
+    """Trajectory id → its task family (``domain/family``), from every ``trajectories.jsonl``
+    under ``data`` (what ``lwm collect`` writes beside its rows; an episode without a family
+    is a family of its own).
+
+    Raises:
+        RowFormatError: a malformed line (names file and line).
+    """
+    out = {}
+    for path in sorted(Path(data).rglob("trajectories.jsonl")):
+        for _, t in iter_jsonl(path):
+            meta = t.get("metadata") or {}
+            family = str(meta.get("family") or meta.get("episode") or episode_of(t["id"]).split("/", 1)[-1])
+            out[t["id"]] = qualified(t["domain"], family)
+    return out
+
+
 
 
 #: A server that reports fewer prompt tokens than this share of what was sent has cut the
@@ -414,13 +450,15 @@ async def evaluate(
     from lwm.eval.report import summarize, write_reports
 
     out = Path(config.out)
+    families = heldout_families_of(model)[0] if config.heldout else None
     if rows is None:
         if config.data is None:
             raise DataNotFoundError("no rows: pass --data DIR")
-        rows = load_rows(config.data, config.domains, config.limit)
+        rows = load_rows(config.data, config.domains, config.limit, families)
     if not rows:
         only = f" of the domains {', '.join(config.domains)}" if config.domains else ""
-        raise DataNotFoundError(f"no rows{only} to evaluate in {config.data}")
+        held = " of the held-out families" if families is not None else ""
+        raise DataNotFoundError(f"no rows{only}{held} to evaluate in {config.data}")
     out.mkdir(parents=True, exist_ok=True)
     duplicates = duplicate_rows(rows)
     if duplicates:
@@ -438,13 +476,13 @@ async def evaluate(
     # defaults: what runs recorded before these settings existed used
     check_run_settings(out / "run.json", {
         "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
-        "retrieval": retrieval, "certain": certain,
+        "retrieval": retrieval, "certain": certain, "heldout": sorted(families) if families is not None else None,
         "sampling": config.sampling.to_dict(),
         "max_prompt_tokens": config.max_prompt_tokens,
         "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
         "judge_sampling": config.judge_sampling.to_dict() if judge else None,
     }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None,
-                 "certain": False})
+                 "certain": False, "heldout": None})
     t0 = time.monotonic()
     records, n_predicted = await predict_rows(rows, model, config, index=index, show_progress=show_progress)
     t_pred = time.monotonic() - t0
@@ -458,6 +496,7 @@ async def evaluate(
         "score_candidates": scoring,
         "retrieval": retrieval,
         "certain": certain,
+        "heldout": sorted(families) if families is not None else None,
         "judge": judge.name if judge else None,
         "judge_mode": config.judge_mode if judge else None,
         "sampling": config.sampling.to_dict(),
@@ -473,6 +512,20 @@ async def evaluate(
     summary = summarize(final, run_info)
     write_reports(out, summary)
     return summary
+
+
+def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
+    """The task families ``model`` never trained on and whose they are: its own
+    (``heldout_families``: the embedded model reads them from its adapter's record,
+    :func:`lwm.models.embedded.heldout_families`), else those of the default world model,
+    ``embedded-warmup``, so that a model that does not say (the base model, a reference
+    predictor, a served model) is measured on the same rows."""
+    own = getattr(model, "heldout_families", None)
+    if own is not None:
+        return own, str(getattr(model, "name", model))
+    from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
+
+    return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), WORLD_MODEL
 
 
 def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = None, *,
@@ -504,6 +557,7 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
+    families, held_by = heldout_families_of(predictor) if config.heldout else (None, "")
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     asked = "" if hasattr(predictor, "predict_row") else \
         f" (prediction {request_format(predictor, config.prediction, config.compact_tools)[0]}" + (
@@ -513,8 +567,16 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     if config.data is None:
         for domain in config.domains or ("terminal",):
             where = Path(config.out) / "data" / domain
+            names = None
+            if families is not None:  # only the held-out episodes are played
+                names = tuple(s.task.name for s in domains.get(domain).scripts()[: config.episodes]
+                              if qualified(domain, s.task.family or s.task.name) in families)
+                if not names:
+                    raise LwmError(f"{held_by} trained on every family of the {domain} suite: none is held out")
+                print(f"Held out: the {len(names)} episodes of the families {held_by} never trained on ("
+                      f"{', '.join(sorted(f for f in families if f.startswith(domain + '/')))})", file=sys.stderr)
             print(f"Ground truth: the real {domain} suite in {where} …", file=sys.stderr)
-            got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes),
+            got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes, names=names),
                           show_progress=show_progress)
             if got.trajectories == 0 and got.failed:
                 raise LwmError(f"no {domain} episode could be played: {next(iter(got.failed.values()))}")
@@ -522,5 +584,5 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
                 f"the real {domain} suite's {got.trajectories} runs already played"
             print(f"Ground truth: {done}", file=sys.stderr)
         config.data = Path(config.out) / "data"
-    rows = load_rows(config.data, config.domains, config.limit)
+    rows = load_rows(config.data, config.domains, config.limit, families)
     return asyncio.run(evaluate(config, predictor, judge_model, rows=rows, index=index, show_progress=show_progress))

@@ -57,18 +57,57 @@ def adapter_name(model_name: str, adapter: str | Path) -> str:
     return f"{model_name}+{Path(adapter).stem}"
 
 
-def adapter_request(adapter: str | Path | None) -> tuple[str, bool]:
-    """How an adapter was trained to be asked (:mod:`lwm.prediction`): ``(prediction,
-    compact_tools)`` from the JSON record beside it (``<adapter stem>.json``, as the shipped
-    adapter has); ``("full", False)`` without an adapter, a record or those keys."""
+def adapter_record(adapter: str | Path | None) -> dict:
+    """The JSON record beside an adapter (``<adapter stem>.json``: how it is asked, what it
+    was trained on; ``lwm train export`` writes it, the shipped adapters have one); ``{}``
+    without an adapter or a readable record."""
     record = Path(adapter).with_suffix(".json") if adapter else None
     try:
         data = json.loads(record.read_text(encoding="utf-8")) if record else {}
     except (OSError, ValueError):
         data = {}
-    data = data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def adapter_request(adapter: str | Path | None) -> tuple[str, bool]:
+    """How an adapter was trained to be asked (:mod:`lwm.prediction`): ``(prediction,
+    compact_tools)`` from its record (:func:`adapter_record`); ``("full", False)`` without an
+    adapter, a record or those keys."""
+    data = adapter_record(adapter)
     prediction = data.get("prediction") if data.get("prediction") in ("full", "change") else "full"
     return prediction, data.get("compact_tools") is True
+
+
+def _families(stage: dict, split: str) -> set[str] | None:
+    # stage["data"]["splits"][split]["families"], or None where any of it is missing or not of its type
+    node: object = stage
+    for key in ("data", "splits", split, "families"):
+        node = node.get(key) if isinstance(node, dict) else None
+    return {f for f in node if isinstance(f, str)} if isinstance(node, list) else None
+
+
+def heldout_families(record: dict) -> frozenset[str] | None:
+    """The task families (``domain/family``) an adapter never trained on: the validation families
+    of its last training data (``data.splits.validation.families``, as ``lwm data build`` split
+    them) less every family an earlier stage it continued (``previous``, recursively) trained on
+    (``data.splits.train.families``). The shipped warm-up adapter, for one, held out
+    ``terminal/long-running`` in its last two stages but trained on it in its first.
+
+    Returns:
+        the families, or ``None`` when the record names no validation families, or an
+        earlier stage's training families are not recorded (nothing is known to be held out).
+    """
+    held = _families(record, "validation")
+    if held is None:
+        return None
+    stage = record.get("previous")
+    while stage is not None:
+        trained = _families(stage, "train") if isinstance(stage, dict) else None
+        if trained is None:  # an earlier stage trained on data no record names
+            return None
+        held -= trained
+        stage = stage.get("previous")
+    return frozenset(held)
 
 
 def check_adapter(path: str | Path) -> Path:
@@ -205,6 +244,8 @@ class LlamaCppChatModel:
         prediction: what the model writes, ``full`` or ``change`` (:mod:`lwm.prediction`),
             and ``compact_tools``: whether it reads tool lists as signatures; both as the
             adapter was trained (:func:`adapter_request`).
+        heldout_families: the task families the adapter never trained on
+            (:func:`heldout_families`), ``None`` when its record does not say (or no adapter).
         scores_whole_answers: ``True``: :meth:`answer_logprobs` scores every token of an
             answer (what :mod:`lwm.candidates` needs).
 
@@ -239,6 +280,7 @@ class LlamaCppChatModel:
             check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
         self.prediction, self.compact_tools = adapter_request(lora_path)
+        self.heldout_families = heldout_families(adapter_record(lora_path))
         merged = merged_gguf(path, lora_path) if lora_path and merge_adapter else None
         if merged:
             path, lora_path = merged, None

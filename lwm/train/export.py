@@ -224,7 +224,7 @@ def export_lora_gguf(adapter: str | Path, out: str | Path, *, base: str | Path |
 
     _write_gguf(out, info.arch, alpha, tensors, name=adapter.resolve().name)
     request, source = _read_request(adapter)
-    _record_request(out.with_suffix(".json"), request)
+    _record_request(out.with_suffix(".json"), request | training_lineage(adapter))
     return ExportResult(path=out, architecture=info.arch, tensors=len(tensors), rank=rank, alpha=alpha,
                         bytes=out.stat().st_size, request=request, request_from=source)
 
@@ -235,6 +235,42 @@ def training_request(adapter: Path) -> dict[str, Any]:
     dataset the run (``lwm_train.json`` in the adapter's run folder) trained on; the
     defaults (full observations, tool lists as they are) when any of those is missing."""
     return _read_request(adapter)[0]
+
+
+def training_lineage(adapter: Path, _depth: int = 0) -> dict[str, Any]:
+    """What ``adapter`` was trained on, for its record (where
+    :func:`lwm.models.embedded.heldout_families` reads which task families it never saw):
+    ``{"data": {"splits": …}}``, the train and validation splits of its dataset's manifest,
+    and ``{"previous": …}``, the same of the adapter its run started from (``--init-adapter``:
+    the shipped adapter's record, a GGUF adapter's record, or an earlier run's lineage;
+    ``{"init_adapter": …}`` alone when nothing says what that one trained on). ``{}`` when
+    the run's settings cannot be read."""
+    from lwm.models.embedded import adapter_record, warmup_adapter_path
+    from lwm.train.records import RUN_FILE
+
+    try:
+        settings = read_json(Path(adapter).parent / RUN_FILE)["settings"]
+    except (KeyError, TypeError, OSError, ValueError):
+        return {}
+    out: dict[str, Any] = {}
+    manifest = training_manifest(adapter)
+    try:
+        splits = read_json(manifest)["splits"] if manifest else None
+    except (KeyError, TypeError, OSError, ValueError):
+        splits = None
+    if isinstance(splits, dict):
+        out["data"] = {"splits": {k: v for k, v in splits.items() if k in ("train", "validation")}}
+    init = settings.get("init_adapter") if isinstance(settings, dict) else None
+    if init:
+        path = warmup_adapter_path() if init == "warmup" else Path(init)
+        if path.is_file():
+            previous = {k: v for k, v in adapter_record(path).items() if k in ("sha256", "data", "previous")}
+        elif _depth < 8:  # a PEFT folder of an earlier run
+            previous = training_lineage(path, _depth + 1)
+        else:
+            previous = {}
+        out["previous"] = {"init_adapter": str(init)} | previous
+    return out
 
 
 def training_manifest(adapter: Path) -> Path | None:
@@ -270,8 +306,9 @@ def _read_request(adapter: Path) -> tuple[dict[str, Any], Path | None]:
 
 
 def _record_request(path: Path, request: dict[str, Any]) -> None:
-    """Write ``request`` into the JSON record beside an adapter (where
-    :func:`lwm.models.embedded.adapter_request` reads it), keeping the record's other keys."""
+    """Write ``request`` (how the adapter is asked, what it trained on) into the JSON record
+    beside an adapter (where :func:`lwm.models.embedded.adapter_request` reads it), keeping the
+    record's other keys."""
     try:
         record = read_json(path) if path.is_file() else {}
     except Exception:  # noqa: BLE001 - an unreadable record is replaced

@@ -10,6 +10,7 @@ from conftest import needs_sandbox
 from lwm.domains.code import spec as code
 from lwm.domains.db import spec as db
 from lwm.domains.terminal import spec as terminal
+from lwm.errors import DataNotFoundError
 from lwm.eval.baselines import RowBaseline, load_predictor, previous_observation
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.models import load_model
@@ -160,3 +161,33 @@ def test_cli_trivial_guess_on_the_real_terminal_suite(tmp_path):
     assert summary["rows"] == len(rows) > 0 and summary["failed"] == 0
     # commands that print nothing (mkdir, touch, cd …) are guessed exactly on the real screens
     assert 0 < summary["domains"]["terminal"]["exact"] < 100
+
+
+@needs_sandbox
+def test_cli_heldout_rows_only(tmp_path):
+    from lwm.eval.runner import trajectory_families
+    from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
+
+    held = heldout_families(adapter_record(WARMUP_ADAPTER))
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--heldout",
+                        "--out", str(out), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "Held out: the" in r.stderr and "embedded-warmup never trained on (terminal/files" in r.stderr
+    assert "only the rows of task families the world model never trained on" in r.stdout
+    families = trajectory_families(out / "data")
+    assert families and set(families.values()) <= held  # only held-out episodes were played
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"] == len(load_rows(out / "data")) > 0
+    assert json.loads((out / "run.json").read_text())["heldout"] == sorted(held)
+    # the same out without --heldout is another run: refused before predicting
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--data",
+                        str(out / "data"), "--out", str(out), "--no-progress"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "heldout" in r.stderr
+    # rows whose family nothing names cannot be split
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "terminal_test.jsonl").write_text((out / "data" / "terminal" / "terminal_test.jsonl").read_text())
+    with pytest.raises(DataNotFoundError, match="no family recorded"):
+        load_rows(tmp_path / "bare", families=held)
+    assert len(load_rows(out / "data", families=frozenset({"terminal/nothing"}))) == 0

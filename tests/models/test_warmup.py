@@ -129,3 +129,26 @@ def test_an_adapter_record_says_how_the_model_is_asked(tmp_path):
         assert adapter_request(tmp_path / "a.gguf") == expected, text
     shipped = json.loads(WARMUP_ADAPTER.with_suffix(".json").read_text())
     assert adapter_request(WARMUP_ADAPTER) == (shipped.get("prediction", "full"), shipped.get("compact_tools") is True)
+
+
+def test_an_adapter_record_says_which_families_it_never_trained_on():
+    from lwm.models.embedded import adapter_record, heldout_families
+
+    def stage(train, validation=None, previous=None):
+        splits = {"train": {"families": train}} | ({"validation": {"families": validation}} if validation else {})
+        return {"data": {"splits": splits}} | ({"previous": previous} if previous is not None else {})
+
+    assert heldout_families({}) is None and heldout_families({"data": {"splits": "x"}}) is None
+    assert heldout_families(stage(["t/a"], ["t/b", "t/c"])) == {"t/b", "t/c"}
+    # an earlier stage trained on t/c: only t/b was never seen
+    assert heldout_families(stage(["t/a"], ["t/b", "t/c"], stage(["t/c"], ["t/b"]))) == {"t/b"}
+    assert heldout_families(stage(["t/a"], ["t/b"], stage(["t/c"], ["t/b"], stage(["t/d"])))) == {"t/b"}
+    # an earlier stage whose training data no record names: nothing is known to be held out
+    assert heldout_families(stage(["t/a"], ["t/b"], {"init_adapter": "x"})) is None
+    assert heldout_families(stage(["t/a"], ["t/b"], "bogus")) is None
+    # the shipped adapter held terminal/long-running out of its last two stages, not its first
+    shipped = heldout_families(adapter_record(WARMUP_ADAPTER))
+    assert {"terminal/files", "terminal/pipes"} <= shipped and "terminal/long-running" not in shipped
+    assert "terminal/long-running" in adapter_record(WARMUP_ADAPTER)["data"]["splits"]["validation"]["families"]
+    assert load_model(WORLD_MODEL).heldout_families == shipped
+    assert load_model("embedded").heldout_families is None

@@ -331,6 +331,37 @@ def test_an_exported_adapter_records_how_its_model_is_asked(tmp_path):
     assert training_request(run) == default and training_request(tmp_path / "missing") == default
 
 
+def test_an_exported_adapter_records_what_it_trained_on(tmp_path):
+    from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
+    from lwm.train.export import training_lineage
+
+    data, first, second = tmp_path / "ds", tmp_path / "first", tmp_path / "second"
+    for d in (data, first / "adapter", second / "adapter"):
+        d.mkdir(parents=True)
+    splits = {"train": {"families": ["terminal/git"]}, "validation": {"families": ["terminal/files", "terminal/pipes"]}}
+    (data / "manifest.json").write_text(json.dumps({"settings": {}, "splits": splits}))
+    assert training_lineage(first / "adapter") == {}  # no run record
+    (first / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(data), "init_adapter": "warmup"}}))
+    lineage = training_lineage(first / "adapter")
+    assert lineage["data"] == {"splits": splits}
+    assert lineage["previous"]["init_adapter"] == "warmup"
+    assert lineage["previous"]["sha256"] == adapter_record(WARMUP_ADAPTER)["sha256"]
+    # held out: its own validation families less what the shipped adapter's stages trained on
+    assert heldout_families(lineage) == {"terminal/files", "terminal/pipes"}
+    # a run that continued the first: its lineage nests the first's
+    (second / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(tmp_path / "no-such"),
+                                                                    "init_adapter": str(first / "adapter")}}))
+    lineage = training_lineage(second / "adapter")
+    assert "data" not in lineage and lineage["previous"]["data"] == {"splits": splits}
+    assert heldout_families(lineage) is None  # its own dataset names no validation families
+    # an adapter file with no record: what it trained on is unknown, so nothing is held out
+    (tmp_path / "x.gguf").write_bytes(b"GGUF")
+    (second / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(data),
+                                                                    "init_adapter": str(tmp_path / "x.gguf")}}))
+    lineage = training_lineage(second / "adapter")
+    assert lineage["previous"] == {"init_adapter": str(tmp_path / "x.gguf")} and heldout_families(lineage) is None
+
+
 def test_a_bad_init_adapter_is_named_before_the_model_loads(tmp_path):
     from lwm.errors import ModelUnavailableError
     from lwm.train.sft import train_sft
