@@ -205,13 +205,13 @@ def trajectory_families(data: Path) -> dict[str, str]:
     """
     out = {}
     for path in sorted(Path(data).rglob("trajectories.jsonl")):
-        for _, t in iter_jsonl(path):
-            meta = t.get("metadata") or {}
+        for line, t in iter_jsonl(path):
+            if not (isinstance(t, dict) and isinstance(t.get("id"), str) and isinstance(t.get("domain"), str)):
+                raise RowFormatError(path, line, "not a trajectory: needs an 'id' and a 'domain'")
+            meta = t.get("metadata") if isinstance(t.get("metadata"), dict) else {}
             family = str(meta.get("family") or meta.get("episode") or episode_of(t["id"]).split("/", 1)[-1])
             out[t["id"]] = qualified(t["domain"], family)
     return out
-
-
 
 
 #: A server that reports fewer prompt tokens than this share of what was sent has cut the

@@ -10,7 +10,7 @@ from conftest import needs_sandbox
 from lwm.domains.code import spec as code
 from lwm.domains.db import spec as db
 from lwm.domains.terminal import spec as terminal
-from lwm.errors import DataNotFoundError
+from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.eval.baselines import RowBaseline, load_predictor, previous_observation
 from lwm.eval.runner import EvalConfig, evaluate, load_rows
 from lwm.models import load_model
@@ -191,3 +191,6 @@ def test_cli_heldout_rows_only(tmp_path):
     with pytest.raises(DataNotFoundError, match="no family recorded"):
         load_rows(tmp_path / "bare", families=held)
     assert len(load_rows(out / "data", families=frozenset({"terminal/nothing"}))) == 0
+    (tmp_path / "bare" / "trajectories.jsonl").write_text('{"id": "terminal/x/run0", "domain": "terminal"}\n[1]\n')
+    with pytest.raises(RowFormatError, match="trajectories.jsonl:2"):
+        load_rows(tmp_path / "bare", families=held)
