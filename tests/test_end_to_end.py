@@ -26,12 +26,14 @@ def test_cli_eval_three_turns_with_embedded_model(tmp_path):
     assert [t["metadata"]["run"] for t in trajs] == [0, 1]  # played twice, both kept
     assert all(turn["provenance"]["kind"] == "real" for t in trajs for turn in t["turns"])
     assert "terminal" in r.stdout and "exact" in r.stdout  # the printed table
-    assert "Ground truth: 2 runs played in the real terminal suite" in r.stderr
+    assert "Ground truth: 2 runs (2 of each episode: what differs between them is volatile, not scored) played in " \
+           "the real terminal suite" in r.stderr
+    assert "(prediction change: the model writes what the action changed, lwm draws the observation)" in r.stderr
     # Running the same command again resumes: nothing left to do, same final file.
     before = (out / "predictions.jsonl").read_bytes()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and (out / "predictions.jsonl").read_bytes() == before
-    assert "Ground truth: the real terminal suite's 2 runs already played" in r.stderr
+    assert "Ground truth: the real terminal suite's 2 runs (2 of each" in r.stderr and "already played" in r.stderr
 
 
 @needs_sandbox

@@ -528,6 +528,11 @@ def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
     return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), WORLD_MODEL
 
 
+#: What the world model writes in each prediction mode, for the line ``lwm eval`` starts with.
+_WRITES = {"full": "the model writes the whole observation",
+           "change": "the model writes what the action changed, lwm draws the observation"}
+
+
 def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = None, *,
              show_progress: bool = True) -> dict:
     """What ``lwm eval`` does: load the world model (or reference predictor) and the
@@ -559,9 +564,9 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
     families, held_by = heldout_families_of(predictor) if config.heldout else (None, "")
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
-    asked = "" if hasattr(predictor, "predict_row") else \
-        f" (prediction {request_format(predictor, config.prediction, config.compact_tools)[0]}" + (
-            f", candidates scored{retrieved}" if scoring else "") + ")"
+    mode = request_format(predictor, config.prediction, config.compact_tools)[0]
+    asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
+        f"; candidates scored{retrieved}" if scoring else "") + ")"
     print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
     judge_model = judge.load() if judge is not None else None
     if config.data is None:
@@ -580,8 +585,9 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
                           show_progress=show_progress)
             if got.trajectories == 0 and got.failed:
                 raise LwmError(f"no {domain} episode could be played: {next(iter(got.failed.values()))}")
-            done = f"{got.played} runs played in the real {domain} suite" if got.played else \
-                f"the real {domain} suite's {got.trajectories} runs already played"
+            runs = f"runs ({CollectConfig.runs} of each episode: what differs between them is volatile, not scored)"
+            done = f"{got.played} {runs} played in the real {domain} suite" if got.played else \
+                f"the real {domain} suite's {got.trajectories} {runs} already played"
             print(f"Ground truth: {done}", file=sys.stderr)
         config.data = Path(config.out) / "data"
     rows = load_rows(config.data, config.domains, config.limit, families)
