@@ -163,7 +163,7 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     console.print(_table("By turn depth", summary["depth"], "turn"))
     console.print(f"[bold]macro[/bold] {_headline(summary['macro'])}")
     console.print(f"[bold]micro[/bold] {_headline(summary['micro'])}")
-    if summary["run"].get("heldout") is not None:
+    if summary.get("run", {}).get("heldout") is not None:
         shown = [f for f in summary["run"]["heldout"] if f.split("/", 1)[0] in summary["domains"]]
         console.print(f"only the rows of task families the world model never trained on (--heldout): "
                       f"{', '.join(shown)}")
