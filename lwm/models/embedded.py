@@ -342,13 +342,13 @@ class LlamaCppChatModel:
         result = self._formatter(messages=[{**m, "content": encodable(m["content"])} for m in messages])
         return llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
-    def _answer_logprob(self, prompt: list[int], answer: list[int]) -> float:
-        """Log-probability of the tokens ``answer`` after ``prompt``: the prompt reuses the KV
-        cache of the longest prefix it shares with the tokens evaluated last (as generation
-        does), then its last token and the answer's go in one batch with logits at every
-        position. The last prompt token is always in that batch, so a score does not depend
-        on what the cache held (a batch and a single token take different kernels, whose
-        logits differ in the second decimal)."""
+    def _token_logprobs(self, prompt: list[int], answer: list[int]) -> list[float]:
+        """Log-probability of each token of ``answer`` after ``prompt`` and the tokens before it:
+        the prompt reuses the KV cache of the longest prefix it shares with the tokens evaluated
+        last (as generation does), then its last token and the answer's go in one batch with
+        logits at every position. The last prompt token is always in that batch, so a score does
+        not depend on what the cache held (a batch and a single token take different kernels,
+        whose logits differ in the second decimal)."""
         import numpy as np
 
         llm = self._llm
@@ -356,11 +356,11 @@ class LlamaCppChatModel:
             raise ValueError(f"the prompt and answer ({len(prompt)} + {len(answer)} tokens) do not fit the "
                              f"context window ({llm.n_ctx()} tokens)")
         if not answer:
-            return 0.0
+            return []
         llm.n_tokens = min(llm.longest_token_prefix(llm._input_ids, prompt), len(prompt) - 1)
         if llm.n_tokens < len(prompt) - 1:
             llm.eval(prompt[llm.n_tokens:-1])
-        sequence, n_vocab, total = prompt[-1:] + answer[:-1], llm.n_vocab(), 0.0
+        sequence, n_vocab, out = prompt[-1:] + answer[:-1], llm.n_vocab(), []
         llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
         for i in range(0, len(sequence), llm.n_batch):
             chunk, n_past = sequence[i:i + llm.n_batch], llm.n_tokens
@@ -369,16 +369,18 @@ class LlamaCppChatModel:
             logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(chunk), n_vocab)).astype(np.float64)
             top = logits.max(axis=1)
             log_z = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
-            total += float((logits[np.arange(len(chunk)), answer[i:i + len(chunk)]] - log_z).sum())
+            out += (logits[np.arange(len(chunk)), answer[i:i + len(chunk)]] - log_z).tolist()
             llm.input_ids[n_past:n_past + len(chunk)] = chunk
             llm.n_tokens += len(chunk)
-        return total
+        return out
+
+    def _answer_tokens(self, answer: str) -> list[int]:
+        return self._llm.tokenize(encodable(answer).encode("utf-8"), add_bos=False, special=False)
 
     def _answer_logprobs_sync(self, messages: list[Message], answers: list[str]) -> list[float]:
         with self._thread_lock:
             prompt = self._chat_tokens(messages)
-            return [self._answer_logprob(prompt, self._llm.tokenize(encodable(a).encode("utf-8"), add_bos=False,
-                                                                    special=False)) for a in answers]
+            return [sum(self._token_logprobs(prompt, self._answer_tokens(a))) for a in answers]
 
     async def answer_logprobs(self, messages: list[Message], answers: list[str]) -> list[float]:
         """Log-probability of each of ``answers`` as the whole assistant reply after
@@ -390,6 +392,25 @@ class LlamaCppChatModel:
         """
         async with self._queue:
             return await asyncio.to_thread(self._answer_logprobs_sync, messages, answers)
+
+    def _token_logprobs_sync(self, messages: list[Message], answer: str) -> list[tuple[str, float]]:
+        with self._thread_lock:
+            tokens = self._answer_tokens(answer)
+            logprobs = self._token_logprobs(self._chat_tokens(messages), tokens)
+            pieces = [self._llm.detokenize([t]).decode("utf-8", "replace") for t in tokens]
+            return list(zip(pieces, logprobs))
+
+    async def token_logprobs(self, messages: list[Message], answer: str) -> list[tuple[str, float]]:
+        """Each token of ``answer`` as the assistant's reply after ``messages``, with its
+        log-probability (nats) given the prompt and the tokens before it: ``[(text, logprob),
+        …]``, the texts joined giving ``answer`` back (a character split across tokens shows as
+        U+FFFD in each). What :meth:`answer_logprobs` sums.
+
+        Raises:
+            ValueError: the prompt and the answer do not fit the context window.
+        """
+        async with self._queue:
+            return await asyncio.to_thread(self._token_logprobs_sync, messages, answer)
 
     async def generate(self, messages: list[Message], sampling: SamplingParams) -> Generation:
         # asyncio.Lock wakes waiters first-come first-served: rows run in submission

@@ -53,6 +53,10 @@ def test_the_embedded_model_scores_answers_deterministically_and_as_it_generates
     again = asyncio.run(model.answer_logprobs(MESSAGES, [greedy, "Banana"]))
     assert first == again   # the prompt's last token is always decoded alone
     assert first[0] > first[1] and all(lp < 0 for lp in first)   # its greedy answer is the likelier
+    tokens = asyncio.run(model.token_logprobs(MESSAGES, "Banana split"))
+    assert "".join(t for t, _ in tokens) == "Banana split" and len(tokens) >= 2
+    assert sum(lp for _, lp in tokens) == pytest.approx(asyncio.run(model.answer_logprobs(MESSAGES, ["Banana split"]))[0])
+    assert all(lp <= 0 for _, lp in tokens) and asyncio.run(model.token_logprobs(MESSAGES, "")) == []
 
 
 def test_a_verdict_is_a_probability_and_a_model_that_cannot_score_gives_none_with_the_reason():
