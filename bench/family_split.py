@@ -24,8 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from lwm import domains
-from lwm.eval.runner import load_rows, row_key, trajectory_families
-from lwm.jsonl import iter_jsonl, read_json
+from lwm.errors import LwmError
+from lwm.eval.runner import run_rows, trajectory_families
+from lwm.jsonl import read_json
 from lwm.metrics import fidelity
 from lwm.models.embedded import heldout_families
 from lwm.parse import observation_text, parse_output
@@ -42,28 +43,34 @@ def main() -> None:
     ap.add_argument("--record", type=Path, default=SHIPPED, help="the adapter's record (its held-out families)")
     ap.add_argument("--data", type=Path, help="the rows the runs evaluated (default: each run's data/)")
     args = ap.parse_args()
-    held = heldout_families(read_json(args.record))
+    try:
+        held = heldout_families(read_json(args.record))
+    except LwmError as e:
+        raise SystemExit(f"--record: {e}") from None
     if held is None:
         raise SystemExit(f"{args.record}: the record does not say which families the adapter never trained on")
+    runs = {}
     for run in args.runs:
         data = args.data or run / "data"
-        if not data.is_dir() or not (run / "predictions.jsonl").is_file() or not (run / "run.json").is_file():
-            raise SystemExit(f"{run}: needs predictions.jsonl and run.json (a finished lwm eval run) and its rows "
-                             f"in {data} (give --data ROWS when the run read them from elsewhere)")
+        try:
+            runs[run] = run_rows(run, data), trajectory_families(data), read_json(run / "run.json")
+        except LwmError as e:  # the files, the rows, a family unknown: one line, not a traceback
+            raise SystemExit(f"{run}: {e}") from None
+        if not isinstance(runs[run][2].get("prediction"), str):
+            raise SystemExit(f"{run}: run.json names no prediction mode (not a finished lwm eval run)")
+        unknown = sorted({row.id for row, _ in runs[run][0] if row.id not in runs[run][1]})
+        if unknown:
+            raise SystemExit(f"{run}: {len(unknown)} trajectories of {data} have no family recorded (e.g. "
+                             f"{unknown[0]}): rows collected by lwm collect have a trajectories.jsonl beside them")
     print("| run | rows | answer | exact | edit sim. | line F1 | trivial (exact / edit / line F1) "
           "| above / below trivial |")
     print("|---|---|---|---:|---:|---:|---|---|")
-    for run in args.runs:
-        data = args.data or run / "data"
-        rows, family = load_rows(data), trajectory_families(data)
-        settings = read_json(run / "run.json")
+    for run, (rows, family, settings) in runs.items():
         mode, scored = settings["prediction"], settings.get("score_candidates", False)
-        records = {r["key"]: r for _, r in iter_jsonl(run / "predictions.jsonl")}
         sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0] * 4)
         margin: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-        for i, row in enumerate(rows):
-            rec = records.get(row_key(i, row))
-            if rec is None or rec.get("error") or "trivial_fidelity" not in rec:  # no trivial guess: not compared
+        for row, rec in rows:
+            if rec.get("error") or "trivial_fidelity" not in rec:  # no trivial guess: not compared
                 continue
             spec, real = domains.get(row.domain), observation_text(row.ground_truth)
             answers = {"run": rec["fidelity"], "trivial": rec["trivial_fidelity"]}

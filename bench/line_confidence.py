@@ -24,8 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from lwm import domains
-from lwm.eval.runner import load_rows, row_key, trajectory_families
-from lwm.jsonl import iter_jsonl, read_json
+from lwm.errors import LwmError
+from lwm.eval.runner import run_rows, trajectory_families
+from lwm.jsonl import read_json
 from lwm.metrics import fidelity
 from lwm.models import WORLD_MODEL, load_model
 from lwm.models.embedded import WARMUP_ADAPTER, heldout_families
@@ -63,31 +64,53 @@ def main() -> None:
     ap.add_argument("--record", type=Path, default=WARMUP_ADAPTER.with_suffix(".json"),
                     help="the adapter's record (its held-out families)")
     args = ap.parse_args()
+    try:
+        scored = score_lines(args)
+    except LwmError as e:  # missing files, unknown families, a model that cannot be loaded: one line
+        raise SystemExit(f"{args.run}: {e}") from None
+    print_table(scored, read_json(args.run / "run.json")["prediction"])
+
+
+def score_lines(args: argparse.Namespace) -> list[tuple]:
+    """Each row of the run with its record, its group and its answer's lines with their
+    confidence (``None`` for a row the model did not answer)."""
     data = args.data or args.run / "data"
     settings = read_json(args.run / "run.json")
     if settings.get("score_candidates"):
         raise SystemExit(f"{args.run}: a run with candidates scored; give a greedy run")
-    held = heldout_families(read_json(args.record)) or frozenset()
-    rows, family = load_rows(data), trajectory_families(data)
-    records = {r["key"]: r for _, r in iter_jsonl(args.run / "predictions.jsonl")}
-    model = load_model(args.model, adapter=args.adapter)
+    held = heldout_families(read_json(args.record))
+    if held is None:
+        raise SystemExit(f"{args.record}: the record does not say which families the adapter never trained on")
+    rows, family = run_rows(args.run, data), trajectory_families(data)
+    unknown = sorted({row.id for row, _ in rows if row.id not in family})
+    if unknown:
+        raise SystemExit(f"{len(unknown)} trajectories of {data} have no family recorded (e.g. {unknown[0]})")
+    try:
+        model = load_model(args.model, adapter=args.adapter)
+    except ValueError as e:  # a reference predictor
+        raise SystemExit(f"--model {args.model}: {e}") from None
+    if model.name != settings.get("model"):
+        raise SystemExit(f"{args.run} was written by {settings.get('model')}, not {model.name} (--model, --adapter)")
     if not hasattr(model, "token_logprobs"):
         raise SystemExit(f"{args.model} cannot score its answers' tokens (a local llama.cpp model can)")
     mode = settings["prediction"]
-
-    scored = []  # (row, record, group, lines with confidence)
-    for i, row in enumerate(rows):
-        rec = records.get(row_key(i, row))
-        if rec is None or rec.get("error") or "trivial_fidelity" not in rec:
+    scored = []
+    for row, rec in rows:
+        if rec.get("error") or "trivial_fidelity" not in rec:
             continue
-        group = "held-out families" if family.get(row.id) in held else "training families"
+        group = "held-out families" if family[row.id] in held else "training families"
         lines = None
         if rec.get("output") and not rec.get("certain"):
             messages = request(row, mode, model.count_tokens, settings["max_prompt_tokens"],
                                compact=settings.get("compact_tools", False))[0]
             lines = line_confidence(asyncio.run(model.token_logprobs(messages, rec["output"])))
         scored.append((row, rec, group, lines))
+    return scored
 
+
+def print_table(scored: list[tuple], mode: str) -> None:
+    """The table of fidelity for each ``tau`` (see the module docstring); ``mode``: the run's
+    prediction mode."""
     print("| tau | rows | lines left out | exact | edit sim. | line F1 | trivial (exact / edit / line F1) |")
     print("|---:|---|---:|---:|---:|---:|---|")
     for tau in TAUS:

@@ -29,7 +29,7 @@ from lwm.candidates import candidate_scoring, choose
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
-from lwm.jsonl import check_run_settings, iter_jsonl, write_jsonl
+from lwm.jsonl import check_run_settings, iter_jsonl, read_json, write_jsonl
 from lwm.metrics import fidelity
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
@@ -196,15 +196,15 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
 
 
 def trajectory_families(data: Path) -> dict[str, str]:
-    """Trajectory id → its task family (``domain/family``), from every ``trajectories.jsonl``
-    under ``data`` (what ``lwm collect`` writes beside its rows; an episode without a family
-    is a family of its own).
+    """Trajectory id → its task family (``domain/family``), from the ``trajectories.jsonl`` in
+    ``data`` and in its sub-directories (where ``lwm collect`` writes them, beside its rows;
+    an episode without a family is a family of its own).
 
     Raises:
         RowFormatError: a malformed line (names file and line).
     """
-    out = {}
-    for path in sorted(Path(data).rglob("trajectories.jsonl")):
+    out, data = {}, Path(data)
+    for path in sorted(data.glob("trajectories.jsonl")) + sorted(data.glob("*/trajectories.jsonl")):
         for line, t in iter_jsonl(path):
             if not (isinstance(t, dict) and isinstance(t.get("id"), str) and isinstance(t.get("domain"), str)):
                 raise RowFormatError(path, line, "not a trajectory: needs an 'id' and a 'domain'")
@@ -212,6 +212,34 @@ def trajectory_families(data: Path) -> dict[str, str]:
             family = str(meta.get("family") or meta.get("episode") or episode_of(t["id"]).split("/", 1)[-1])
             out[t["id"]] = qualified(t["domain"], family)
     return out
+
+
+def run_rows(run: Path, data: Path | None = None) -> list[tuple[BenchRow, dict]]:
+    """The rows a finished ``lwm eval`` run evaluated, in its order, each with its prediction
+    record (``predictions.jsonl``), for analyses of a run. The rows are read from ``data``
+    (default: the run's ``data/``) as the run read them: its domains (those of its predictions)
+    and its ``--heldout`` families kept (``run.json``).
+
+    Raises:
+        DataNotFoundError: the run's files or rows are missing, or a row's family is unknown.
+        RowFormatError: a malformed line.
+        LwmError: predictions that match no row (``data`` is not what the run evaluated).
+    """
+    run = Path(run)
+    data = Path(data) if data is not None else run / "data"
+    for f in (run / "run.json", run / "predictions.jsonl"):
+        if not f.is_file():
+            raise DataNotFoundError(f"{run}: no {f.name} (a finished lwm eval run has it)")
+    settings = read_json(run / "run.json")
+    records = {r["key"]: r for _, r in iter_jsonl(run / "predictions.jsonl") if isinstance(r, dict) and "key" in r}
+    held = settings.get("heldout")
+    run_domains = tuple(sorted({str(r.get("domain")) for r in records.values()}))
+    rows = load_rows(data, run_domains, families=frozenset(held) if isinstance(held, list) else None)
+    matched = [(row, records[k]) for i, row in enumerate(rows) if (k := row_key(i, row)) in records]
+    if len(matched) < len(records):
+        raise LwmError(f"{len(records) - len(matched)} of the {len(records)} predictions of {run} match no row of "
+                       f"{data}: give the rows the run evaluated (--data)")
+    return matched
 
 
 #: A server that reports fewer prompt tokens than this share of what was sent has cut the
@@ -515,17 +543,39 @@ async def evaluate(
 
 
 def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
-    """The task families ``model`` never trained on and whose they are: its own
+    """The task families ``model`` never trained on and whose they are: its adapter's
     (``heldout_families``: the embedded model reads them from its adapter's record,
-    :func:`lwm.models.embedded.heldout_families`), else those of the default world model,
-    ``embedded-warmup``, so that a model that does not say (the base model, a reference
-    predictor, a served model) is measured on the same rows."""
-    own = getattr(model, "heldout_families", None)
+    :func:`lwm.models.embedded.heldout_families`), else, for a model without an adapter (the
+    base model, a reference predictor, a served model), those of the default world model,
+    ``embedded-warmup``, so that it is measured on the same rows.
+
+    Raises:
+        ValueError: the model has an adapter whose record does not say which families it
+            never trained on.
+    """
+    own, adapter = getattr(model, "heldout_families", None), getattr(model, "adapter", None)
     if own is not None:
         return own, str(getattr(model, "name", model))
+    if adapter is not None:
+        raise ValueError(f"--heldout: the record beside {adapter} ({Path(adapter).with_suffix('.json').name}) does "
+                         "not say which task families the adapter never trained on (data.splits.validation.families,"
+                         " and each earlier stage's training families under 'previous'; lwm train export writes "
+                         "them), so its held-out rows are unknown")
     from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
 
     return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), WORLD_MODEL
+
+
+def _check_heldout_setting(run_file: Path, families: frozenset[str]) -> None:
+    # a run started without --heldout (or with other families) must not be resumed with it
+    try:
+        recorded = read_json(run_file).get("heldout") if run_file.is_file() else sorted(families)
+    except (OSError, ValueError, AttributeError):
+        return  # evaluate's own check reports an unreadable run.json
+    if recorded != sorted(families):
+        raise ValueError(f"{run_file.parent} holds a run started " + (
+            "without --heldout" if recorded is None else "with --heldout over other families") +
+            ": give another --out (or the same flags) to resume it")
 
 
 #: What the world model writes in each prediction mode, for the line ``lwm eval`` starts with.
@@ -569,17 +619,26 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
         f"; candidates scored{retrieved}" if scoring else "") + ")"
     print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
     judge_model = judge.load() if judge is not None else None
+    if families is not None:
+        print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
+        _check_heldout_setting(Path(config.out) / "run.json", families)  # before minutes of collection
     if config.data is None:
-        for domain in config.domains or ("terminal",):
+        suites = {domain: None for domain in config.domains or ("terminal",)}
+        if families is not None:  # only the held-out episodes are played: every domain checked first
+            for domain in suites:
+                scripts = domains.get(domain).scripts()[: config.episodes]
+                suites[domain] = tuple(s.task.name for s in scripts
+                                       if qualified(domain, s.task.family or s.task.name) in families)
+                if not suites[domain]:
+                    first = f"the first {config.episodes} episodes of " if config.episodes else ""
+                    raise LwmError(f"{held_by} trained on the families of {first}the {domain} suite: none of them "
+                                   "is held out")
+        for domain, names in suites.items():
             where = Path(config.out) / "data" / domain
-            names = None
-            if families is not None:  # only the held-out episodes are played
-                names = tuple(s.task.name for s in domains.get(domain).scripts()[: config.episodes]
-                              if qualified(domain, s.task.family or s.task.name) in families)
-                if not names:
-                    raise LwmError(f"{held_by} trained on every family of the {domain} suite: none is held out")
-                print(f"Held out: the {len(names)} episodes of the families {held_by} never trained on ("
-                      f"{', '.join(sorted(f for f in families if f.startswith(domain + '/')))})", file=sys.stderr)
+            if names is not None:
+                print(f"Held out: the {len(names)} episodes of the {domain} suite's families {held_by} never "
+                      f"trained on ({', '.join(sorted(f for f in families if f.startswith(domain + '/')))})",
+                      file=sys.stderr)
             print(f"Ground truth: the real {domain} suite in {where} …", file=sys.stderr)
             got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes, names=names),
                           show_progress=show_progress)

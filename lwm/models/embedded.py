@@ -64,7 +64,7 @@ def adapter_record(adapter: str | Path | None) -> dict:
     record = Path(adapter).with_suffix(".json") if adapter else None
     try:
         data = json.loads(record.read_text(encoding="utf-8")) if record else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deep to read
         data = {}
     return data if isinstance(data, dict) else {}
 
@@ -244,6 +244,7 @@ class LlamaCppChatModel:
         prediction: what the model writes, ``full`` or ``change`` (:mod:`lwm.prediction`),
             and ``compact_tools``: whether it reads tool lists as signatures; both as the
             adapter was trained (:func:`adapter_request`).
+        adapter: the LoRA adapter file (``None``: the model alone).
         heldout_families: the task families the adapter never trained on
             (:func:`heldout_families`), ``None`` when its record does not say (or no adapter).
         scores_whole_answers: ``True``: :meth:`answer_logprobs` scores every token of an
@@ -280,6 +281,7 @@ class LlamaCppChatModel:
             check_adapter(lora_path)
         self.name = name or (EMBEDDED_NAME if model_path is None else path.stem)
         self.prediction, self.compact_tools = adapter_request(lora_path)
+        self.adapter = Path(lora_path) if lora_path else None
         self.heldout_families = heldout_families(adapter_record(lora_path))
         merged = merged_gguf(path, lora_path) if lora_path and merge_adapter else None
         if merged:

@@ -262,13 +262,12 @@ def training_lineage(adapter: Path, _depth: int = 0) -> dict[str, Any]:
         out["data"] = {"splits": {k: v for k, v in splits.items() if k in ("train", "validation")}}
     init = settings.get("init_adapter") if isinstance(settings, dict) else None
     if init:
-        path = warmup_adapter_path() if init == "warmup" else Path(init)
+        path = warmup_adapter_path() if init == "warmup" else Path(str(init))
+        previous: dict[str, Any] = {}
         if path.is_file():
             previous = {k: v for k, v in adapter_record(path).items() if k in ("sha256", "data", "previous")}
-        elif _depth < 8:  # a PEFT folder of an earlier run
+        elif (path / "adapter_config.json").is_file() and _depth < 8:  # a PEFT folder of an earlier run
             previous = training_lineage(path, _depth + 1)
-        else:
-            previous = {}
         out["previous"] = {"init_adapter": str(init)} | previous
     return out
 

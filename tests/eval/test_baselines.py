@@ -10,9 +10,9 @@ from conftest import needs_sandbox
 from lwm.domains.code import spec as code
 from lwm.domains.db import spec as db
 from lwm.domains.terminal import spec as terminal
-from lwm.errors import DataNotFoundError, RowFormatError
+from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.baselines import RowBaseline, load_predictor, previous_observation
-from lwm.eval.runner import EvalConfig, evaluate, load_rows
+from lwm.eval.runner import EvalConfig, evaluate, load_rows, run_rows
 from lwm.models import load_model
 from lwm.schema import Provenance, Trajectory, Turn, format_prompt_item, parse_prompt_item, rows_from_trajectory
 
@@ -173,7 +173,8 @@ def test_cli_heldout_rows_only(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--heldout",
                         "--out", str(out), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "Held out: the" in r.stderr and "embedded-warmup never trained on (terminal/files" in r.stderr
+    assert "Held out: the 12 episodes of the terminal suite's families embedded-warmup never trained on " \
+           "(terminal/files, terminal/pipes" in r.stderr
     assert "only the rows of task families the world model never trained on" in r.stdout
     families = trajectory_families(out / "data")
     assert families and set(families.values()) <= held  # only held-out episodes were played
@@ -191,6 +192,42 @@ def test_cli_heldout_rows_only(tmp_path):
     with pytest.raises(DataNotFoundError, match="no family recorded"):
         load_rows(tmp_path / "bare", families=held)
     assert len(load_rows(out / "data", families=frozenset({"terminal/nothing"}))) == 0
+    # an analysis reads the rows as the run did (its --heldout filter applied), each with its record
+    pairs = run_rows(out)
+    assert len(pairs) == summary["rows"] and all(rec["id"] == row.id for row, rec in pairs)
+    # a whole-suite run is not resumed with --heldout: refused before anything is played
+    whole = tmp_path / "whole"
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--episodes", "1",
+                        "--out", str(whole), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    played = (whole / "data" / "terminal" / "trajectories.jsonl").read_text()
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--heldout",
+                        "--out", str(whole), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "started without --heldout" in r.stderr
+    assert (whole / "data" / "terminal" / "trajectories.jsonl").read_text() == played
+    with pytest.raises(LwmError, match="match no row"):
+        run_rows(out, whole / "data")  # not the rows the run evaluated
+    # --episodes cuts the suite first: none of the first episodes of mcp is held out
+    r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--heldout",
+                        "--domain", "mcp", "--episodes", "1", "--out", str(tmp_path / "mcp"), "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "the first 1 episodes of the mcp suite: none of them is held out" in r.stderr
     (tmp_path / "bare" / "trajectories.jsonl").write_text('{"id": "terminal/x/run0", "domain": "terminal"}\n[1]\n')
     with pytest.raises(RowFormatError, match="trajectories.jsonl:2"):
         load_rows(tmp_path / "bare", families=held)
+
+
+def test_heldout_families_of_a_model():
+    from lwm.eval.runner import heldout_families_of
+    from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
+
+    shipped = heldout_families(adapter_record(WARMUP_ADAPTER))
+    assert heldout_families_of(RowBaseline("trivial")) == (shipped, "embedded-warmup")  # no adapter: the default's
+
+    class Adapted:
+        name, adapter, heldout_families = "m+x", "/tmp/x.gguf", None
+
+    with pytest.raises(ValueError, match="x.json.*does not say which task families"):
+        heldout_families_of(Adapted())  # its own adapter, its record silent: never another model's families
+    Adapted.heldout_families = frozenset({"terminal/files"})
+    assert heldout_families_of(Adapted()) == (frozenset({"terminal/files"}), "m+x")

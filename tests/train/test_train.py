@@ -348,7 +348,8 @@ def test_an_exported_adapter_records_what_it_trained_on(tmp_path):
     assert lineage["previous"]["sha256"] == adapter_record(WARMUP_ADAPTER)["sha256"]
     # held out: its own validation families less what the shipped adapter's stages trained on
     assert heldout_families(lineage) == {"terminal/files", "terminal/pipes"}
-    # a run that continued the first: its lineage nests the first's
+    # a run that continued the first (a PEFT adapter folder): its lineage nests the first's
+    (first / "adapter" / "adapter_config.json").write_text("{}")
     (second / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(tmp_path / "no-such"),
                                                                     "init_adapter": str(first / "adapter")}}))
     lineage = training_lineage(second / "adapter")
@@ -360,6 +361,11 @@ def test_an_exported_adapter_records_what_it_trained_on(tmp_path):
                                                                     "init_adapter": str(tmp_path / "x.gguf")}}))
     lineage = training_lineage(second / "adapter")
     assert lineage["previous"] == {"init_adapter": str(tmp_path / "x.gguf")} and heldout_families(lineage) is None
+    # an init adapter named oddly: unknown, never the lineage of whatever folder it resolves to
+    for odd in (7, ["a"], "adapter", str(tmp_path / "missing")):
+        (second / "lwm_train.json").write_text(json.dumps({"settings": {"data": str(data), "init_adapter": odd}}))
+        lineage = training_lineage(second / "adapter")
+        assert lineage["previous"] == {"init_adapter": str(odd)} and heldout_families(lineage) is None
 
 
 def test_a_bad_init_adapter_is_named_before_the_model_loads(tmp_path):
