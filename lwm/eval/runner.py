@@ -620,8 +620,9 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
     judge_model = judge.load() if judge is not None else None
     if families is not None:
-        print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
         _check_heldout_setting(Path(config.out) / "run.json", families)  # before minutes of collection
+        if config.data is not None:
+            print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
     if config.data is None:
         suites = {domain: None for domain in config.domains or ("terminal",)}
         if families is not None:  # only the held-out episodes are played: every domain checked first
