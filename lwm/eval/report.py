@@ -164,9 +164,8 @@ def print_summary(summary: dict, console: Console | None = None) -> None:
     console.print(f"[bold]macro[/bold] {_headline(summary['macro'])}")
     console.print(f"[bold]micro[/bold] {_headline(summary['micro'])}")
     if summary.get("run", {}).get("heldout") is not None:
-        shown = [f for f in summary["run"]["heldout"] if f.split("/", 1)[0] in summary["domains"]]
-        console.print(f"only the rows of task families the world model never trained on (--heldout): "
-                      f"{', '.join(shown)}")
+        console.print("only the rows of task families the world model never trained on (--heldout; run.json "
+                      "lists the families)")
     if summary["macro"].get("trivial_line_f1") is not None:
         # read against the domains it was computed for (not for a row without a readable action)
         covered = [d for d, g in summary["domains"].items() if g.get("trivial_line_f1") is not None]

@@ -543,7 +543,8 @@ async def evaluate(
 
 
 def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
-    """The task families ``model`` never trained on and whose they are: its adapter's
+    """The task families ``model`` never trained on and whose they are (``"its adapter"`` or
+    the default world model's name): its adapter's
     (``heldout_families``: the embedded model reads them from its adapter's record,
     :func:`lwm.models.embedded.heldout_families`), else, for a model without an adapter (the
     base model, a reference predictor, a served model), those of the default world model,
@@ -555,7 +556,7 @@ def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
     """
     own, adapter = getattr(model, "heldout_families", None), getattr(model, "adapter", None)
     if own is not None:
-        return own, str(getattr(model, "name", model))
+        return own, "its adapter"
     if adapter is not None:
         raise ValueError(f"--heldout: the record beside {adapter} ({Path(adapter).with_suffix('.json').name}) does "
                          "not say which task families the adapter never trained on (data.splits.validation.families,"
@@ -613,6 +614,7 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     predictor = load_predictor(settings.pop("name"), **settings)
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
     families, held_by = heldout_families_of(predictor) if config.heldout else (None, "")
+    held_by = model.label if held_by == "its adapter" else held_by
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     mode = request_format(predictor, config.prediction, config.compact_tools)[0]
     asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
@@ -637,9 +639,10 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
         for domain, names in suites.items():
             where = Path(config.out) / "data" / domain
             if names is not None:
+                shown = sorted({qualified(domain, s.task.family or s.task.name)
+                                for s in domains.get(domain).scripts() if s.task.name in names})
                 print(f"Held out: the {len(names)} episodes of the {domain} suite's families {held_by} never "
-                      f"trained on ({', '.join(sorted(f for f in families if f.startswith(domain + '/')))})",
-                      file=sys.stderr)
+                      f"trained on ({', '.join(shown)})", file=sys.stderr)
             print(f"Ground truth: the real {domain} suite in {where} …", file=sys.stderr)
             got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes, names=names),
                           show_progress=show_progress)

@@ -174,7 +174,7 @@ def test_cli_heldout_rows_only(tmp_path):
                         "--out", str(out), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "Held out: the 12 episodes of the terminal suite's families embedded-warmup never trained on " \
-           "(terminal/files, terminal/pipes" in r.stderr
+           "(terminal/files, terminal/pipes)" in r.stderr  # the families with episodes in the suite
     assert "only the rows of task families the world model never trained on" in r.stdout
     families = trajectory_families(out / "data")
     assert families and set(families.values()) <= held  # only held-out episodes were played
@@ -230,4 +230,4 @@ def test_heldout_families_of_a_model():
     with pytest.raises(ValueError, match="x.json.*does not say which task families"):
         heldout_families_of(Adapted())  # its own adapter, its record silent: never another model's families
     Adapted.heldout_families = frozenset({"terminal/files"})
-    assert heldout_families_of(Adapted()) == (frozenset({"terminal/files"}), "m+x")
+    assert heldout_families_of(Adapted()) == (frozenset({"terminal/files"}), "its adapter")
