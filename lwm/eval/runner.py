@@ -542,10 +542,9 @@ async def evaluate(
     return summary
 
 
-def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
-    """The task families ``model`` never trained on and whose they are (``"its adapter"`` or
-    the default world model's name): its adapter's
-    (``heldout_families``: the embedded model reads them from its adapter's record,
+def heldout_families_of(model: object) -> tuple[frozenset[str], bool]:
+    """The task families ``model`` never trained on, and whether they are its own: its
+    adapter's (``heldout_families``: the embedded model reads them from its adapter's record,
     :func:`lwm.models.embedded.heldout_families`), else, for a model without an adapter (the
     base model, a reference predictor, a served model), those of the default world model,
     ``embedded-warmup``, so that it is measured on the same rows.
@@ -556,7 +555,7 @@ def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
     """
     own, adapter = getattr(model, "heldout_families", None), getattr(model, "adapter", None)
     if own is not None:
-        return own, "its adapter"
+        return own, True
     if adapter is not None:
         raise ValueError(f"--heldout: the record beside {adapter} ({Path(adapter).with_suffix('.json').name}) does "
                          "not say which task families the adapter never trained on (data.splits.validation.families,"
@@ -564,7 +563,7 @@ def heldout_families_of(model: object) -> tuple[frozenset[str], str]:
                          "them), so its held-out rows are unknown")
     from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
 
-    return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), WORLD_MODEL
+    return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), False
 
 
 def _check_heldout_setting(run_file: Path, families: frozenset[str]) -> None:
@@ -613,8 +612,8 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     settings = model.settings() | {"api_key": model.api_key}
     predictor = load_predictor(settings.pop("name"), **settings)
     scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
-    families, held_by = heldout_families_of(predictor) if config.heldout else (None, "")
-    held_by = model.label if held_by == "its adapter" else held_by
+    families, own = heldout_families_of(predictor) if config.heldout else (None, False)
+    held_by = model.label if own else WORLD_MODEL
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     mode = request_format(predictor, config.prediction, config.compact_tools)[0]
     asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
@@ -626,22 +625,21 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
         if config.data is not None:
             print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
     if config.data is None:
-        suites = {domain: None for domain in config.domains or ("terminal",)}
+        suites = {domain: None for domain in config.domains or ("terminal",)}  # domain -> held-out episodes
         if families is not None:  # only the held-out episodes are played: every domain checked first
             for domain in suites:
-                scripts = domains.get(domain).scripts()[: config.episodes]
-                suites[domain] = tuple(s.task.name for s in scripts
-                                       if qualified(domain, s.task.family or s.task.name) in families)
+                suites[domain] = [s.task for s in domains.get(domain).scripts()[: config.episodes]
+                                  if qualified(domain, s.task.family or s.task.name) in families]
                 if not suites[domain]:
                     first = f"the first {config.episodes} episodes of " if config.episodes else ""
                     raise LwmError(f"{held_by} trained on the families of {first}the {domain} suite: none of them "
                                    "is held out")
-        for domain, names in suites.items():
+        for domain, tasks in suites.items():
             where = Path(config.out) / "data" / domain
-            if names is not None:
-                shown = sorted({qualified(domain, s.task.family or s.task.name)
-                                for s in domains.get(domain).scripts() if s.task.name in names})
-                print(f"Held out: the {len(names)} episodes of the {domain} suite's families {held_by} never "
+            names = None if tasks is None else tuple(t.name for t in tasks)
+            if tasks is not None:
+                shown = sorted({qualified(domain, t.family or t.name) for t in tasks})
+                print(f"Held out: the {len(tasks)} episodes of the {domain} suite's families {held_by} never "
                       f"trained on ({', '.join(shown)})", file=sys.stderr)
             print(f"Ground truth: the real {domain} suite in {where} …", file=sys.stderr)
             got = collect(CollectConfig(out=where, domain=domain, episodes=config.episodes, names=names),

@@ -222,7 +222,7 @@ def test_heldout_families_of_a_model():
     from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
 
     shipped = heldout_families(adapter_record(WARMUP_ADAPTER))
-    assert heldout_families_of(RowBaseline("trivial")) == (shipped, "embedded-warmup")  # no adapter: the default's
+    assert heldout_families_of(RowBaseline("trivial")) == (shipped, False)  # no adapter: the default's
 
     class Adapted:
         name, adapter, heldout_families = "m+x", "/tmp/x.gguf", None
@@ -230,4 +230,4 @@ def test_heldout_families_of_a_model():
     with pytest.raises(ValueError, match="x.json.*does not say which task families"):
         heldout_families_of(Adapted())  # its own adapter, its record silent: never another model's families
     Adapted.heldout_families = frozenset({"terminal/files"})
-    assert heldout_families_of(Adapted()) == (frozenset({"terminal/files"}), "its adapter")
+    assert heldout_families_of(Adapted()) == (frozenset({"terminal/files"}), True)
