@@ -146,7 +146,7 @@ class _Run:
     def status(self) -> str:
         """This invocation so far, for a plain progress line: failures, and successes when
         the records are episodes with a verdict."""
-        parts = [f"{self.successes}/{self.rewarded} successes"] if self.rewarded else []
+        parts = [f"{self.successes}/{self.rewarded} with a verdict achieved"] if self.rewarded else []
         return " · ".join([*parts, f"{len(self.report.failures)} failed"])
 
     def done(self) -> JobReport:

@@ -2,7 +2,7 @@
 
 A job whose output goes to a file or a pipe (``lwm agent eval … > log 2>&1``, a CI log)
 gets a line every ``interval`` seconds and at the end instead of a bar drawn when it
-finishes: ``agent eval (sim): 12/60 (20 %) · 0.31/s · eta 2m35s · 3/12 successes · 0 failed``.
+finishes: ``agent eval (sim): 12/60 (20 %) · 0.31/s · eta 2m35s · 3/12 with a verdict achieved · 0 failed``.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_without_a_terminal_progress_is_plain_lines_with_successes_so_far(tmp_pa
              description="agent eval (real)")
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("agent eval (real): 0/4 (0 %)")
-    assert lines[-1].startswith("agent eval (real): 4/4 (100 %)") and lines[-1].endswith("2/4 successes · 0 failed")
+    assert lines[-1].startswith("agent eval (real): 4/4 (100 %)") and lines[-1].endswith("2/4 with a verdict achieved · 0 failed")
 
 
 def test_library_progress_hides_the_libraries_bars_and_restores_them():
