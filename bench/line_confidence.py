@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lwm import domains
 from lwm.errors import LwmError
-from lwm.eval.runner import run_rows, trajectory_families
+from lwm.eval.runner import row_families, run_rows
 from lwm.jsonl import read_json
 from lwm.metrics import fidelity
 from lwm.models import WORLD_MODEL, load_model
@@ -65,15 +65,15 @@ def main() -> None:
                     help="the adapter's record (its held-out families)")
     args = ap.parse_args()
     try:
-        scored = score_lines(args)
+        scored, mode = score_lines(args)
     except LwmError as e:  # missing files, unknown families, a model that cannot be loaded: one line
         raise SystemExit(f"{args.run}: {e}") from None
-    print_table(scored, read_json(args.run / "run.json")["prediction"])
+    print_table(scored, mode)
 
 
-def score_lines(args: argparse.Namespace) -> list[tuple]:
+def score_lines(args: argparse.Namespace) -> tuple[list[tuple], str]:
     """Each row of the run with its record, its group and its answer's lines with their
-    confidence (``None`` for a row the model did not answer)."""
+    confidence (``None`` for a row the model did not answer); and the run's prediction mode."""
     data = args.data or args.run / "data"
     settings = read_json(args.run / "run.json")
     if settings.get("score_candidates"):
@@ -81,10 +81,8 @@ def score_lines(args: argparse.Namespace) -> list[tuple]:
     held = heldout_families(read_json(args.record))
     if held is None:
         raise SystemExit(f"{args.record}: the record does not say which families the adapter never trained on")
-    rows, family = run_rows(args.run, data), trajectory_families(data)
-    unknown = sorted({row.id for row, _ in rows if row.id not in family})
-    if unknown:
-        raise SystemExit(f"{len(unknown)} trajectories of {data} have no family recorded (e.g. {unknown[0]})")
+    rows = run_rows(args.run, data)
+    family = row_families([row for row, _ in rows], data)
     try:
         model = load_model(args.model, adapter=args.adapter)
     except ValueError as e:  # a reference predictor
@@ -105,7 +103,7 @@ def score_lines(args: argparse.Namespace) -> list[tuple]:
                                compact=settings.get("compact_tools", False))[0]
             lines = line_confidence(asyncio.run(model.token_logprobs(messages, rec["output"])))
         scored.append((row, rec, group, lines))
-    return scored
+    return scored, mode
 
 
 def print_table(scored: list[tuple], mode: str) -> None:

@@ -185,14 +185,25 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
         print(f"warning: no rows in {', '.join(empty)} (empty)", file=sys.stderr)
     rows = [r for r in rows if not domains or r.domain in domains]
     if families is not None:
-        family_of = trajectory_families(data if data.is_dir() else data.parent)
-        unknown = sorted({r.id for r in rows if r.id not in family_of})
-        if unknown:
-            raise DataNotFoundError(f"{len(unknown)} trajectories of {data} have no family recorded (e.g. "
-                                    f"{unknown[0]}): only rows collected by lwm collect, with its "
-                                    "trajectories.jsonl beside them, can be split by family")
+        family_of = row_families(rows, data if data.is_dir() else data.parent)
         rows = [r for r in rows if family_of[r.id] in families]
     return rows[:limit] if limit else rows
+
+
+def row_families(rows: list[BenchRow], data: Path) -> dict[str, str]:
+    """:func:`trajectory_families` of ``data``, with every row's trajectory in it.
+
+    Raises:
+        DataNotFoundError: a row's trajectory has no family recorded (names one).
+        RowFormatError: a malformed line.
+    """
+    family_of = trajectory_families(data)
+    unknown = sorted({r.id for r in rows if r.id not in family_of})
+    if unknown:
+        raise DataNotFoundError(f"{len(unknown)} trajectories of {data} have no family recorded (e.g. "
+                                f"{unknown[0]}): only rows collected by lwm collect, with its "
+                                "trajectories.jsonl beside them, can be split by family")
+    return family_of
 
 
 def trajectory_families(data: Path) -> dict[str, str]:
