@@ -54,7 +54,8 @@ $(STAMP): pyproject.toml Makefile $(WHEELHOUSE)/.built | system-deps
 	touch $@
 
 # The warm-up world model by default, on the task families it never trained on (--heldout);
-# `make run MODEL=embedded` evaluates the base model on the same rows
+# `make run MODEL=embedded` evaluates the base model on the same rows (the report page then shows
+# every world model evaluated so far, side by side: the shell expands world-model-*-heldout)
 # (":=": a MODEL variable in the environment does not change it, the command line does).
 MODEL := embedded-warmup
 # The agents' tasks: 8 per domain of the training families (seed 2) and 8 of the held-out
@@ -71,7 +72,7 @@ run: install
 	  $(BIN)/lwm agent eval --policy $$policy --tasks-file $(RUN_DIR)/tasks.jsonl --max-turns 2 \
 	    --out $(RUN_DIR)/agent-$$policy || exit 1; done
 	$(BIN)/lwm agent compare $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent
-	$(BIN)/lwm report $(RUN_DIR)/world-model-$(MODEL)-heldout $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent \
+	$(BIN)/lwm report $(RUN_DIR)/world-model-*-heldout $(RUN_DIR)/agent-embedded $(RUN_DIR)/agent-embedded-agent \
 	  --out $(RUN_DIR)/report.html
 
 test: install

@@ -136,6 +136,13 @@ class RunBusyError(LwmError, RuntimeError):
                          "or choose another --out")
 
 
+def _brief(value: object) -> str:
+    # a long list (held-out families) is named by its first items and its length
+    if isinstance(value, list) and len(value) > 3:
+        return "[" + ", ".join(map(repr, value[:3])) + f", … ({len(value)} in all)]"
+    return repr(value)
+
+
 class RunMismatchError(LwmError, ValueError):
     """A run directory is being resumed with settings other than those it was started with.
 
@@ -146,6 +153,6 @@ class RunMismatchError(LwmError, ValueError):
 
     def __init__(self, out: str | Path, differences: dict[str, tuple]) -> None:
         self.out, self.differences = Path(out), differences
-        shown = "; ".join(f"{k}: started with {a!r}, now {b!r}" for k, (a, b) in differences.items())
+        shown = "; ".join(f"{k}: started with {_brief(a)}, now {_brief(b)}" for k, (a, b) in differences.items())
         super().__init__(f"{out} holds a run with other settings ({shown}); resume it with the same "
                          "settings or choose a new --out")

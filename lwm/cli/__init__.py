@@ -66,14 +66,21 @@ def collect(
     extended: bool = option(CollectConfig, "extended"),
     runs: int = option(CollectConfig, "runs", min=1),
     workers: int = option(CollectConfig, "workers", min=1),
+    explore: int | None = option(CollectConfig, "explore", min=1, metavar="N"),
+    seed: int = option(CollectConfig, "seed"),
     progress: bool = PROGRESS,
 ) -> None:
-    """Play a domain's scripted episodes in its real sandboxed environment and write transitions."""
+    """Play a domain's scripted episodes in its real sandboxed environment and write transitions.
+
+    With --explore N, play N seeded exploration episodes instead (terminal: random files and
+    everyday commands on them): real transitions at scale for training.
+    """
     from lwm.data.collect import collect as run_collect
 
     out = out or run_dir("data")
-    res = call(run_collect, CollectConfig(out=out, domain=domain, episodes=episodes, extended=extended, runs=runs,
-                                          workers=workers), show_progress=progress, resume=out)
+    config = CollectConfig(out=out, domain=domain, episodes=episodes, extended=extended, runs=runs, workers=workers,
+                           explore=explore, seed=seed)
+    res = call(run_collect, config, show_progress=progress, resume=out)
     if res.played == 0 and not res.failed:
         note(f"nothing left to play: {res.trajectories} trajectories already in {out}")
     else:

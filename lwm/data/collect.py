@@ -1,5 +1,8 @@
 """Collect ground truth: play scripted episodes in real environments, twice.
 
+The episodes are the domain's bundled suite, or with ``explore`` its seeded exploration
+episodes (many short random ones, for training data).
+
 Every scripted episode of the domain's suite is played ``runs`` times, each in a fresh
 sandbox: a rollout of the scripted policy on the real backend
 (:func:`lwm.envs.episode.play_episode` on :class:`lwm.envs.recorded.RealBackendEnv`), run
@@ -39,6 +42,9 @@ class CollectConfig:
         episodes: play only the first N episodes (default: all).
         extended: also play the episodes beyond the core suite.
         names: play only the episodes of these names (after ``episodes``).
+        explore: play this many seeded exploration episodes (random files, everyday
+            actions; family ``explore``) instead of the suite: training data at scale.
+        seed: which exploration episodes ``explore`` plays (the same seed, the same episodes).
         runs: real runs per episode (2 or more finds volatile spans).
         workers: episodes played at once (each in its own sandbox; mostly waiting, so
             more than the number of cores is fine).
@@ -51,6 +57,8 @@ class CollectConfig:
     names: tuple[str, ...] | None = None
     runs: int = 2
     workers: int = 8
+    explore: int | None = None
+    seed: int = 0
 
 
 @dataclass
@@ -109,7 +117,9 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     """
     out = Path(config.out)
     spec = domains.get(config.domain)
-    scripts = spec.scripts(config.extended)[: config.episodes]  # an unknown domain fails before --out is made
+    # an unknown domain or one with no suite fails before --out is made
+    scripts = (spec.explore_scripts(config.seed, config.explore) if config.explore is not None
+               else spec.scripts(config.extended))[: config.episodes]
     out.mkdir(parents=True, exist_ok=True)
     if config.names is not None:
         scripts = [s for s in scripts if s.task.name in config.names]

@@ -190,7 +190,8 @@ class Domain:
             environment (``None`` when the domain is import only).
         import_only: why there is no real environment here (``None`` when there is one).
         suite: ``suite()`` returns the domain's suite module (``suite.py``: ``SCRIPTS``, its
-            scripted episodes, and ``EXTENDED``, the names of those beyond the core suite).
+            scripted episodes, ``EXTENDED``, the names of those beyond the core suite, and
+            optionally ``explore(seed, n)``, seeded exploration episodes).
         assets: what ``lwm setup`` installs for the real environment.
         probe_action: a task verifier's probe as an action of the domain, for a world model
             to answer (the terminal's verifier runs a shell command beside the screen; the
@@ -379,3 +380,17 @@ class Domain:
             raise NoRealEnvironmentError(f"no bundled suite for domain {self.name!r}{why}")
         suite = self.suite()
         return [s for s in suite.SCRIPTS if extended or s.task.name not in suite.EXTENDED]
+
+    def explore_scripts(self, seed: int, n: int) -> list[Script]:
+        """``n`` seeded exploration episodes (the suite module's ``explore(seed, n)``:
+        random files and everyday actions on them, for training data at scale).
+
+        Raises:
+            NoRealEnvironmentError: the domain has no suite (import only).
+            ValueError: the domain's suite has no exploration generator.
+        """
+        self.scripts()  # the same error as the suite's when there is none
+        explore = getattr(self.suite(), "explore", None)
+        if explore is None:
+            raise ValueError(f"domain {self.name!r} has no exploration episodes (terminal has)")
+        return explore(seed, n)

@@ -27,7 +27,7 @@ from lwm.schema import Trajectory, read_trajectories
 
 #: The headings of a run's cells against the baseline, and of a family's row.
 PAIRED_HEAD = ("only this / only the baseline", "sign test p")
-FAMILY_HEAD = ("family", "split", "tasks")
+FAMILY_HEAD = ("family", "agent split", "tasks")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,10 @@ class AgentComparison:
                      *(f"{self.domains[d][i]['successes']}/{self.domains[d][i]['n']}" for d in doms),
                      *(self.paired_cells(i) if self.paired[i] else ["(baseline)", ""])]
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-        lines += ["", "| " + " | ".join(_md(c) for c in [*FAMILY_HEAD, *self.runs]) + " |",
+        lines += ["", "Per domain: tasks solved / tasks played. Per family below: each run's tasks solved of "
+                  "`tasks`; `agent split` is the policies' task split (held out: families no agent trained on; "
+                  "a world model's held-out families are its own).", ""]
+        lines += ["| " + " | ".join(_md(c) for c in [*FAMILY_HEAD, *self.runs]) + " |",
                   "|---" * (len(FAMILY_HEAD) + len(self.runs)) + "|"]
         lines += ["| " + " | ".join(map(str, row)) + " |" for row in self.family_rows()]
         return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ from lwm.candidates import candidate_scoring, choose
 from lwm.errors import DataNotFoundError, LwmError, RowFormatError
 from lwm.eval.baselines import RowBaseline
 from lwm.jobs import arun_jobs
-from lwm.jsonl import check_run_settings, iter_jsonl, read_json, write_jsonl
+from lwm.jsonl import check_run_settings, compare_settings, iter_jsonl, read_json, write_jsonl
 from lwm.metrics import fidelity
 from lwm.models import WORLD_MODEL, ModelSpec
 from lwm.models.base import ChatModel, SamplingParams
@@ -489,7 +489,8 @@ async def evaluate(
     from lwm.eval.report import summarize, write_reports
 
     out = Path(config.out)
-    families = heldout_families_of(model)[0] if config.heldout else None
+    settings = run_settings(config, model, judge)
+    families = frozenset(settings["heldout"]) if settings["heldout"] is not None else None
     if rows is None:
         if config.data is None:
             raise DataNotFoundError("no rows: pass --data DIR")
@@ -505,42 +506,14 @@ async def evaluate(
               "they are evaluated like the others and counted in summary.json", file=sys.stderr)
     if judge is not None and config.judge_mode == "closer":
         load_baseline(config)  # fail before predicting, not after
-    prediction, compact = request_format(model, config.prediction, config.compact_tools)
-    scoring = candidate_scoring(model, config.score_candidates, config.index is not None)
-    certain = config.certain and getattr(model, "predict_row", None) is None  # a reference guess answers all
-    retrieval = None
-    if config.index is not None:  # the file's content is the setting: a rebuilt index is another run
-        retrieval = {"index_sha256": hashlib.sha256(Path(config.index).read_bytes()).hexdigest(),
-                     "neighbours": config.neighbours_per_row}
-    # defaults: what runs recorded before these settings existed used
-    check_run_settings(out / "run.json", {
-        "model": model.name, "prediction": prediction, "compact_tools": compact, "score_candidates": scoring,
-        "retrieval": retrieval, "certain": certain, "heldout": sorted(families) if families is not None else None,
-        "sampling": config.sampling.to_dict(),
-        "max_prompt_tokens": config.max_prompt_tokens,
-        "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
-        "judge_sampling": config.judge_sampling.to_dict() if judge else None,
-    }, defaults={"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None,
-                 "certain": False, "heldout": None})
+    check_run_settings(out / "run.json", settings, defaults=SETTING_DEFAULTS)
     t0 = time.monotonic()
     records, n_predicted = await predict_rows(rows, model, config, index=index, show_progress=show_progress)
     t_pred = time.monotonic() - t0
     verdicts = await judge_rows(rows, records, judge, config, show_progress=show_progress) if judge else {}
     final = score_rows(rows, records, verdicts)
     write_jsonl(out / "predictions.jsonl", final)
-    run_info = {
-        "model": model.name,
-        "prediction": prediction,
-        "compact_tools": compact,
-        "score_candidates": scoring,
-        "retrieval": retrieval,
-        "certain": certain,
-        "heldout": sorted(families) if families is not None else None,
-        "judge": judge.name if judge else None,
-        "judge_mode": config.judge_mode if judge else None,
-        "sampling": config.sampling.to_dict(),
-        "judge_sampling": config.judge_sampling.to_dict() if judge else None,
-        "max_prompt_tokens": config.max_prompt_tokens,
+    run_info = settings | {
         "data": str(config.data) if config.data else None,
         "predict_seconds_this_invocation": round(t_pred, 2),
         "rows_predicted_this_invocation": n_predicted,
@@ -551,6 +524,38 @@ async def evaluate(
     summary = summarize(final, run_info)
     write_reports(out, summary)
     return summary
+
+
+#: A setting's value in runs recorded before the setting existed.
+SETTING_DEFAULTS = {"prediction": "full", "compact_tools": False, "score_candidates": False, "retrieval": None,
+                    "certain": False, "heldout": None}
+
+
+def run_settings(config: EvalConfig, model: ChatModel, judge: ChatModel | None = None) -> dict:
+    """What a run is recorded with in ``run.json`` and must be resumed with: the model's
+    name, how it is asked (prediction mode, tool lists, candidate scoring, retrieval index
+    by content), the held-out families (``--heldout``), sampling and the judge.
+
+    Raises:
+        ValueError: ``score_candidates`` or ``index`` for a model that cannot score answers;
+            ``heldout`` for a model whose adapter's record names no held-out families.
+    """
+    families = heldout_families_of(model)[0] if config.heldout else None
+    prediction, compact = request_format(model, config.prediction, config.compact_tools)
+    retrieval = None
+    if config.index is not None:  # the file's content is the setting: a rebuilt index is another run
+        retrieval = {"index_sha256": hashlib.sha256(Path(config.index).read_bytes()).hexdigest(),
+                     "neighbours": config.neighbours_per_row}
+    return {
+        "model": model.name, "prediction": prediction, "compact_tools": compact,
+        "score_candidates": candidate_scoring(model, config.score_candidates, config.index is not None),
+        "retrieval": retrieval,
+        "certain": config.certain and getattr(model, "predict_row", None) is None,  # a reference guess answers all
+        "heldout": sorted(families) if families is not None else None,
+        "sampling": config.sampling.to_dict(), "max_prompt_tokens": config.max_prompt_tokens,
+        "judge": judge.name if judge else None, "judge_mode": config.judge_mode if judge else None,
+        "judge_sampling": config.judge_sampling.to_dict() if judge else None,
+    }
 
 
 def heldout_families_of(model: object) -> tuple[frozenset[str], bool]:
@@ -575,18 +580,6 @@ def heldout_families_of(model: object) -> tuple[frozenset[str], bool]:
     from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families
 
     return heldout_families(adapter_record(WARMUP_ADAPTER)) or frozenset(), False
-
-
-def _check_heldout_setting(run_file: Path, families: frozenset[str]) -> None:
-    # a run started without --heldout (or with other families) must not be resumed with it
-    try:
-        recorded = read_json(run_file).get("heldout") if run_file.is_file() else sorted(families)
-    except (OSError, ValueError, AttributeError):
-        return  # evaluate's own check reports an unreadable run.json
-    if recorded != sorted(families):
-        raise ValueError(f"{run_file.parent} holds a run started " + (
-            "without --heldout" if recorded is None else "with --heldout over other families") +
-            ": give another --out (or the same flags) to resume it")
 
 
 #: What the world model writes in each prediction mode, for the line ``lwm eval`` starts with.
@@ -620,21 +613,22 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
         raise ValueError("extra_body (--extra-body) goes to the world model's server (--base-url); the in-process "
                          "model takes none")
     index = TransitionIndex.load(config.index) if config.index is not None else None  # before a model loads
-    settings = model.settings() | {"api_key": model.api_key}
-    predictor = load_predictor(settings.pop("name"), **settings)
-    scoring = candidate_scoring(predictor, config.score_candidates, config.index is not None)  # before collection
-    families, own = heldout_families_of(predictor) if config.heldout else (None, False)
-    held_by = model.label if own else WORLD_MODEL
-    retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
-    mode = request_format(predictor, config.prediction, config.compact_tools)[0]
-    asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
-        f"; candidates scored{retrieved}" if scoring else "") + ")"
-    print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
+    loading = model.settings() | {"api_key": model.api_key}
+    predictor = load_predictor(loading.pop("name"), **loading)
     judge_model = judge.load() if judge is not None else None
-    if families is not None:
-        _check_heldout_setting(Path(config.out) / "run.json", families)  # before minutes of collection
-        if config.data is not None:
-            print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
+    settings = run_settings(config, predictor, judge_model)  # bad settings fail before collection
+    run_file = Path(config.out) / "run.json"
+    if run_file.is_file():  # so does resuming a run with other settings
+        compare_settings(read_json(run_file), settings, config.out, SETTING_DEFAULTS)
+    families = frozenset(settings["heldout"]) if settings["heldout"] is not None else None
+    held_by = model.label if getattr(predictor, "heldout_families", None) is not None else WORLD_MODEL  # whose
+    retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
+    mode = settings["prediction"]
+    asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
+        f"; candidates scored{retrieved}" if settings["score_candidates"] else "") + ")"
+    print(f"Evaluating {predictor.name}{asked}", file=sys.stderr)
+    if families is not None and config.data is not None:
+        print(f"Held out: only the rows of the task families {held_by} never trained on", file=sys.stderr)
     if config.data is None:
         suites = {domain: None for domain in config.domains or ("terminal",)}  # domain -> held-out episodes
         if families is not None:  # only the held-out episodes are played: every domain checked first

@@ -87,27 +87,28 @@ def _families(stage: dict, split: str) -> set[str] | None:
 
 
 def heldout_families(record: dict) -> frozenset[str] | None:
-    """The task families (``domain/family``) an adapter never trained on: the validation families
-    of its last training data (``data.splits.validation.families``, as ``lwm data build`` split
-    them) less every family an earlier stage it continued (``previous``, recursively) trained on
-    (``data.splits.train.families``). The shipped warm-up adapter, for one, held out
-    ``terminal/long-running`` in its last two stages but trained on it in its first.
+    """The task families (``domain/family``) an adapter never trained on: those some stage of
+    its training held out (``data.splits.validation.families``, as ``lwm data build`` split
+    them) and no stage trained on (``data.splits.train.families``), over the record and every
+    earlier stage it continued (``previous``, recursively). The shipped warm-up adapter, for
+    one, held out ``terminal/long-running`` in its last two stages but trained on it in its
+    first; a continuation on new data alone (validation empty) keeps the earlier stages'.
 
     Returns:
-        the families, or ``None`` when the record names no validation families, or an
-        earlier stage's training families are not recorded (nothing is known to be held out).
+        the families, or ``None`` when no stage names validation families, or a stage's
+        training families are not recorded (nothing is known to be held out).
     """
-    held = _families(record, "validation")
-    if held is None:
-        return None
-    stage = record.get("previous")
+    held: set[str] | None = None
+    trained: set[str] = set()
+    stage: object = record
     while stage is not None:
-        trained = _families(stage, "train") if isinstance(stage, dict) else None
-        if trained is None:  # an earlier stage trained on data no record names
-            return None
-        held -= trained
+        if not isinstance(stage, dict) or (stage_trained := _families(stage, "train")) is None:
+            return None  # a stage trained on data no record names
+        trained |= stage_trained
+        if (stage_held := _families(stage, "validation")) is not None:
+            held = (held or set()) | stage_held
         stage = stage.get("previous")
-    return frozenset(held)
+    return None if held is None else frozenset(held - trained)
 
 
 def check_adapter(path: str | Path) -> Path:

@@ -58,3 +58,25 @@ def test_collect_writes_rows_and_resumes(tmp_path, monkeypatch):
     assert len(played) == 1 and again.trajectories == 4 and again.played == 1
     assert [r.model_dump(exclude={"volatile_spans"}) for r in read_rows(again.rows_path)] == \
         [r.model_dump(exclude={"volatile_spans"}) for r in rows]
+
+
+def test_explore_collects_seeded_real_episodes(tmp_path):
+    res = C.collect(C.CollectConfig(out=tmp_path, explore=3, seed=5, runs=1, workers=3), show_progress=False)
+    trajs = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines()]
+    scripts = domains.get("terminal").explore_scripts(5, 3)
+    assert res.trajectories == 3 and not res.failed
+    assert [t["id"] for t in trajs] == [f"terminal/explore-5-{i}/run0" for i in range(3)]
+    assert {t["metadata"]["family"] for t in trajs} == {"explore"}
+    for traj, script in zip(trajs, scripts):
+        assert [turn["action"] for turn in traj["turns"]] == list(script.actions)
+        # every command ran in the real shell: the screen ends at a fresh prompt, no command missing
+        last = traj["turns"][-1]["observation"]
+        assert last.rstrip().endswith("root@sandbox:/app#") and "command not found" not in last
+
+
+def test_explore_of_a_domain_without_a_generator_is_refused(tmp_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="no exploration episodes"):
+        C.collect(C.CollectConfig(out=tmp_path / "x", domain="db", explore=2), show_progress=False)
+    assert not (tmp_path / "x").exists()

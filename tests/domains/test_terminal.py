@@ -334,3 +334,22 @@ def test_prose_is_not_answered_where_bash_may_not_be_reading_it():
         assert terminal.certain(prose, [], "", previous) is None, previous
     running = [(_typed("sleep 100 &\n"), "root@sandbox:/app# sleep 100 &\n[1] 7\nroot@sandbox:/app#")]
     assert terminal.certain(prose, running, "", "root@sandbox:/app#") is None   # a background job may print
+
+
+def test_explore_scripts_are_seeded_and_well_formed():
+    import pytest
+
+    from lwm.domains.terminal import spec
+    from lwm.domains.terminal.explore import explore_scripts
+
+    first, again, other = explore_scripts(3, 20), explore_scripts(3, 20), explore_scripts(4, 20)
+    assert [s.actions for s in first] == [s.actions for s in again] != [s.actions for s in other]
+    assert len({s.task.name for s in first}) == 20
+    for s in first:
+        assert 4 <= len(s.actions) <= 10 and s.task.family == "explore" and s.task.check is None
+        for action in s.actions:
+            (press,) = spec.parse_action(action)  # one well-formed keystroke action per command
+            assert press.keystrokes.endswith("\n")
+    assert explore_scripts(3, 0) == []
+    with pytest.raises(ValueError):
+        explore_scripts(3, -1)

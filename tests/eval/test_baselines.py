@@ -203,7 +203,7 @@ def test_cli_heldout_rows_only(tmp_path):
     played = (whole / "data" / "terminal" / "trajectories.jsonl").read_text()
     r = subprocess.run([sys.executable, "-m", "lwm.cli", "eval", "--model", "baseline:trivial", "--heldout",
                         "--out", str(whole), "--no-progress"], capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "started without --heldout" in r.stderr
+    assert r.returncode != 0 and "heldout: started with None, now [" in r.stderr
     assert (whole / "data" / "terminal" / "trajectories.jsonl").read_text() == played
     with pytest.raises(LwmError, match="match no row"):
         run_rows(out, whole / "data")  # not the rows the run evaluated

@@ -143,6 +143,11 @@ def test_an_adapter_record_says_which_families_it_never_trained_on():
     # an earlier stage trained on t/c: only t/b was never seen
     assert heldout_families(stage(["t/a"], ["t/b", "t/c"], stage(["t/c"], ["t/b"]))) == {"t/b"}
     assert heldout_families(stage(["t/a"], ["t/b"], stage(["t/c"], ["t/b"], stage(["t/d"])))) == {"t/b"}
+    # a continuation on new data alone (no validation families) keeps what earlier stages held out,
+    # unless it trains on it
+    assert heldout_families(stage(["t/x"], None, stage(["t/a"], ["t/b"]))) == {"t/b"}
+    assert heldout_families(stage(["t/b"], None, stage(["t/a"], ["t/b"]))) == frozenset()
+    assert heldout_families(stage(["t/x"], None, stage(["t/a"]))) is None  # no stage held anything out
     # an earlier stage whose training data no record names: nothing is known to be held out
     assert heldout_families(stage(["t/a"], ["t/b"], {"init_adapter": "x"})) is None
     assert heldout_families(stage(["t/a"], ["t/b"], "bogus")) is None

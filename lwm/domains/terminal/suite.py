@@ -13,6 +13,9 @@ task family:
 ``ctrl-c``       interrupting running commands (and half-typed lines) with ``C-c``
 ``git``          git in a fresh repository
 
+Beyond the suite, ``explore(seed, n)`` (:mod:`lwm.domains.terminal.explore`) generates
+seeded exploration episodes of everyday commands on random files (``lwm collect --explore``).
+
 A few episodes type odd input on purpose (a typo, an unclosed quote, an empty Enter,
 ``clear``; tag ``odd-input``), and a handful print volatile things (dates, PIDs, random
 names, timings; tag ``volatile``) that differ between two plays of the same episode.
@@ -29,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+from lwm.domains.terminal.explore import explore_scripts
 from lwm.domains.terminal.spec import keys
 from lwm.envs.base import Check, Task
 from lwm.envs.episode import Script
@@ -829,6 +833,9 @@ def random_scripts(seed: int, n: int) -> list[Script]:
 
 
 RANDOM = random_scripts(seed=0, n=8)
+
+#: Seeded exploration episodes beyond the suite (``lwm collect --explore``).
+explore = explore_scripts
 
 #: The whole suite, family by family.
 SCRIPTS: list[Script] = [
