@@ -12,7 +12,8 @@ trivial guess: the command echoed at a fresh prompt) wins; where they agree, the
 For a finished greedy ``lwm eval`` run of a local llama.cpp model, this samples ``n`` answers per
 row (prompts built as the run built them; temperature ``--temperature``, one seed per sample,
 kept in ``--cache`` so that a second call re-scores without sampling), takes as candidates the
-greedy answer, the samples, the trivial guess and the previous observation, and prints exact /
+greedy answer, the samples, the trivial guess and the previous observation (ties go to the trivial
+guess, then the previous observation, then greedy), and prints exact /
 edit similarity / line F1 (×100) of greedy, of the MBR choice and of the trivial guess on the
 same rows, and which candidate the choice took.
 
@@ -72,12 +73,15 @@ async def sample_row(model: ChatModel, messages: list[Message], sampling: Sampli
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="a finished greedy lwm eval run")
-    ap.add_argument("--data", type=Path, help="the rows the run evaluated (default: the run's data/)")
-    ap.add_argument("--model", default=WORLD_MODEL, help="the run's model (a local llama.cpp model)")
+    ap.add_argument("--data", type=Path, help="the rows the run evaluated: its --data (default: RUN/data, where "
+                    "lwm eval collects the suites itself)")
+    ap.add_argument("--model", default=WORLD_MODEL, help="the run's model, a local llama.cpp model (default: "
+                    "%(default)s)")
     ap.add_argument("--adapter", help="the run's adapter (GGUF), with --model embedded")
-    ap.add_argument("--samples", type=int, default=6, help="samples per row")
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--cache", type=Path, help="samples file (default: RUN/mbr-samples.jsonl)")
+    ap.add_argument("--samples", type=int, default=6, help="samples per row (default: %(default)s)")
+    ap.add_argument("--temperature", type=float, default=1.0,
+                    help="sampling temperature; 1.0 samples the model's own distribution (default: %(default)s)")
+    ap.add_argument("--cache", type=Path, help="samples file, resumed and re-read (default: RUN/mbr-samples.jsonl)")
     args = ap.parse_args()
     try:
         run(args)
@@ -89,6 +93,10 @@ def run(args: argparse.Namespace) -> None:
     settings = read_json(args.run / "run.json")
     if settings.get("score_candidates"):
         raise SystemExit(f"{args.run}: a run with candidates scored; give a greedy run")
+    if str(settings.get("model", "")).startswith("baseline:"):
+        raise SystemExit(f"{args.run}: a reference predictor's run; give a world model's")
+    if args.samples < 1:
+        raise SystemExit("--samples must be at least 1")
     rows = run_rows(args.run, args.data or args.run / "data")
     model = load_model(args.model, adapter=args.adapter)
     if model.name != settings.get("model"):

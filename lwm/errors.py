@@ -143,6 +143,14 @@ def _brief(value: object) -> str:
     return repr(value)
 
 
+def _difference(key: str, recorded: object, requested: object) -> str:
+    # two dicts (sampling settings): only the keys whose values differ
+    if isinstance(recorded, dict) and isinstance(requested, dict):
+        keys = [k for k in {**recorded, **requested} if recorded.get(k) != requested.get(k)]
+        return "; ".join(_difference(f"{key}.{k}", recorded.get(k), requested.get(k)) for k in keys)
+    return f"{key}: started with {_brief(recorded)}, now {_brief(requested)}"
+
+
 class RunMismatchError(LwmError, ValueError):
     """A run directory is being resumed with settings other than those it was started with.
 
@@ -153,6 +161,6 @@ class RunMismatchError(LwmError, ValueError):
 
     def __init__(self, out: str | Path, differences: dict[str, tuple]) -> None:
         self.out, self.differences = Path(out), differences
-        shown = "; ".join(f"{k}: started with {_brief(a)}, now {_brief(b)}" for k, (a, b) in differences.items())
+        shown = "; ".join(_difference(k, a, b) for k, (a, b) in differences.items())
         super().__init__(f"{out} holds a run with other settings ({shown}); resume it with the same "
                          "settings or choose a new --out")

@@ -56,6 +56,12 @@ def test_check_run_settings_records_then_compares(tmp_path):
     with pytest.raises(RunMismatchError, match="lr: started with 1, now 2") as e:
         check_run_settings(path, {"model": "a", "lr": 2})
     assert e.value.out == path.parent and e.value.differences == {"lr": (1, 2)}
+    # settings that are dicts name only the keys that differ; long lists, their first items
+    path.write_text(json.dumps({"sampling": {"temperature": 0.0, "stop": ["</a>"]}, "heldout": None}))
+    with pytest.raises(RunMismatchError) as e:
+        check_run_settings(path, {"sampling": {"temperature": 0.5, "stop": ["</a>"]}, "heldout": list("abcdef")})
+    assert "sampling.temperature: started with 0.0, now 0.5; heldout: started with None, now ['a', 'b', 'c', … " \
+           "(6 in all)]" in str(e.value) and "stop" not in str(e.value)
     path.write_text("{")
     with pytest.raises(RowFormatError, match=r"run\.json:1: not valid JSON"):
         check_run_settings(path, {"model": "a"})

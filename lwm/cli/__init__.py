@@ -66,8 +66,8 @@ def collect(
     extended: bool = option(CollectConfig, "extended"),
     runs: int = option(CollectConfig, "runs", min=1),
     workers: int = option(CollectConfig, "workers", min=1),
-    explore: int | None = option(CollectConfig, "explore", min=1, metavar="N"),
-    seed: int = option(CollectConfig, "seed"),
+    explore: int | None = option(CollectConfig, "explore", min=1, max=100_000, metavar="N"),
+    seed: int | None = option(CollectConfig, "seed"),
     progress: bool = PROGRESS,
 ) -> None:
     """Play a domain's scripted episodes in its real sandboxed environment and write transitions.
@@ -84,8 +84,9 @@ def collect(
     if res.played == 0 and not res.failed:
         note(f"nothing left to play: {res.trajectories} trajectories already in {out}")
     else:
-        note(f"played {res.played} runs in {res.seconds:.1f}s; {res.trajectories} trajectories, "
-             f"{res.turns} real steps in all → {res.rows_path}")
+        note(f"played {res.played} run{'s' if res.played != 1 else ''} in {res.seconds:.1f}s; {res.trajectories} "
+             f"trajectories, {res.turns} real steps in all → {out}/trajectories.jsonl (lwm data build reads it), "
+             f"{res.rows_path.name} (lwm eval --data)")
     if res.failed:
         note(f"{len(res.failed)} runs failed, e.g. {next(iter(res.failed.values()))} (all in {out}/manifest.json)",
              "yellow")

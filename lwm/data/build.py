@@ -594,7 +594,7 @@ class BuildConfig:
         out: output directory.
         max_tokens: budget per example (prompt + completion, chat template included).
         tokenizer: ``"embedded"`` or a Hugging Face tokenizer directory.
-        val_fraction: share of task families held out for validation, in [0, 1].
+        val_fraction: share of each domain's examples held out for validation, as whole task families, in [0, 1].
         seed: seed of the family hash.
         prediction: what the completions hold (:mod:`lwm.prediction`): ``full``, the whole
             observation, or ``change``, what the action changed (turns whose change no

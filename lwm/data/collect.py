@@ -28,7 +28,7 @@ from lwm.data.volatility import merge_spans, volatile_spans
 from lwm.envs.episode import Script, ScriptedPolicy, play_episode
 from lwm.envs.recorded import RealBackendEnv
 from lwm.jobs import run_jobs
-from lwm.jsonl import dumps, write_atomic
+from lwm.jsonl import check_run_settings, dumps, write_atomic
 from lwm.schema import Trajectory, rows_from_trajectory, write_rows, write_trajectories
 
 
@@ -44,7 +44,8 @@ class CollectConfig:
         names: play only the episodes of these names (after ``episodes``).
         explore: play this many seeded exploration episodes (random files, everyday
             actions; family ``explore``) instead of the suite: training data at scale.
-        seed: which exploration episodes ``explore`` plays (the same seed, the same episodes).
+        seed: which exploration episodes ``explore`` plays (the same seed, the same
+            episodes; default 0).
         runs: real runs per episode (2 or more finds volatile spans).
         workers: episodes played at once (each in its own sandbox; mostly waiting, so
             more than the number of cores is fine).
@@ -58,7 +59,7 @@ class CollectConfig:
     runs: int = 2
     workers: int = 8
     explore: int | None = None
-    seed: int = 0
+    seed: int | None = None
 
 
 @dataclass
@@ -113,14 +114,29 @@ def collect(config: CollectConfig, *, show_progress: bool = True) -> CollectResu
     Raises:
         UnknownDomainError, NoRealEnvironmentError: no such domain, or no real environment
             (or suite) for it here.
+        ValueError: ``seed`` without ``explore``, or ``explore`` with ``extended``; a domain
+            with no exploration episodes.
+        RunMismatchError: ``out`` holds a collection of another domain or other episodes
+            (the suite, or another seed's exploration), which this one would replace.
         RowFormatError: the journal of an earlier run is corrupt.
     """
     out = Path(config.out)
+    if config.explore is None and config.seed is not None:
+        raise ValueError("--seed chooses exploration episodes: give --explore N too")
+    if config.explore is not None and config.extended:
+        raise ValueError("--extended adds the suite's other episodes; --explore plays generated ones instead: "
+                         "give one of them")
     spec = domains.get(config.domain)
+    seed = config.seed or 0
     # an unknown domain or one with no suite fails before --out is made
-    scripts = (spec.explore_scripts(config.seed, config.explore) if config.explore is not None
-               else spec.scripts(config.extended))[: config.episodes]
+    if config.explore is not None:  # episode i is the same whatever n is: generate no more than played
+        scripts = spec.explore_scripts(seed, min(config.explore, config.episodes or config.explore))
+    else:
+        scripts = spec.scripts(config.extended)[: config.episodes]
     out.mkdir(parents=True, exist_ok=True)
+    # one collection per directory: its files are rewritten from the episodes asked for now
+    check_run_settings(out / "collect.json", {"domain": config.domain, "explore_seed": seed
+                                              if config.explore is not None else None})
     if config.names is not None:
         scripts = [s for s in scripts if s.task.name in config.names]
     items = [(f"{config.domain}/{s.task.name}/run{run}", (s, run)) for s in scripts for run in range(config.runs)]

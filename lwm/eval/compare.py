@@ -88,9 +88,10 @@ class AgentComparison:
                      *(f"{self.domains[d][i]['successes']}/{self.domains[d][i]['n']}" for d in doms),
                      *(self.paired_cells(i) if self.paired[i] else ["(baseline)", ""])]
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-        lines += ["", "Per domain: tasks solved / tasks played. Per family below: each run's tasks solved of "
-                  "`tasks`; `agent split` is the policies' task split (held out: families no agent trained on; "
-                  "a world model's held-out families are its own).", ""]
+        lines += ["", "Per domain: tasks solved / tasks played there. Only this / only the baseline: the tasks "
+                  "this run solved and the first run did not, and the other way round; the sign test is on them. "
+                  "Below, per task family: the tasks each run solved, of `tasks`; `agent split` is the policies' "
+                  "(held out: families no agent trained on; a world model's held-out families are its own).", ""]
         lines += ["| " + " | ".join(_md(c) for c in [*FAMILY_HEAD, *self.runs]) + " |",
                   "|---" * (len(FAMILY_HEAD) + len(self.runs)) + "|"]
         lines += ["| " + " | ".join(map(str, row)) + " |" for row in self.family_rows()]

@@ -618,7 +618,7 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     judge_model = judge.load() if judge is not None else None
     settings = run_settings(config, predictor, judge_model)  # bad settings fail before collection
     run_file = Path(config.out) / "run.json"
-    if run_file.is_file():  # so does resuming a run with other settings
+    if run_file.exists():  # so does resuming a run with other settings (or a run.json that is no file)
         compare_settings(read_json(run_file), settings, config.out, SETTING_DEFAULTS)
     families = frozenset(settings["heldout"]) if settings["heldout"] is not None else None
     held_by = model.label if getattr(predictor, "heldout_families", None) is not None else WORLD_MODEL  # whose

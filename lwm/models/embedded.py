@@ -83,7 +83,9 @@ def _families(stage: dict, split: str) -> set[str] | None:
     node: object = stage
     for key in ("data", "splits", split, "families"):
         node = node.get(key) if isinstance(node, dict) else None
-    return {f for f in node if isinstance(f, str)} if isinstance(node, list) else None
+    if not isinstance(node, list) or not all(isinstance(f, str) and f for f in node):
+        return None  # a list with anything but names in it is not a record of families
+    return set(node)
 
 
 def heldout_families(record: dict) -> frozenset[str] | None:

@@ -69,14 +69,33 @@ def test_explore_collects_seeded_real_episodes(tmp_path):
     assert {t["metadata"]["family"] for t in trajs} == {"explore"}
     for traj, script in zip(trajs, scripts):
         assert [turn["action"] for turn in traj["turns"]] == list(script.actions)
-        # every command ran in the real shell: the screen ends at a fresh prompt, no command missing
+        # every command ran in the real shell: the screen ends at a fresh prompt, no command missing,
+        # no file missing but the one named .missing on purpose
         last = traj["turns"][-1]["observation"]
         assert last.rstrip().endswith("root@sandbox:/app#") and "command not found" not in last
+        for turn in traj["turns"]:
+            assert "No such file" not in turn["observation"] or ".missing" in turn["observation"]
 
 
-def test_explore_of_a_domain_without_a_generator_is_refused(tmp_path):
+def test_explore_settings_that_cannot_hold_are_refused(tmp_path):
     import pytest
 
-    with pytest.raises(ValueError, match="no exploration episodes"):
-        C.collect(C.CollectConfig(out=tmp_path / "x", domain="db", explore=2), show_progress=False)
+    from lwm.errors import RunMismatchError
+
+    for config, message in ((C.CollectConfig(out=tmp_path / "x", domain="db", explore=2), "no exploration episodes"),
+                            (C.CollectConfig(out=tmp_path / "x", seed=3), "give --explore"),
+                            (C.CollectConfig(out=tmp_path / "x", explore=2, extended=True), "give one of them")):
+        with pytest.raises(ValueError, match=message):
+            C.collect(config, show_progress=False)
     assert not (tmp_path / "x").exists()
+    # a directory holds one collection: another seed (or the suite) would replace its files
+    first = C.collect(C.CollectConfig(out=tmp_path / "y", explore=1, seed=1, runs=1), show_progress=False)
+    before = (tmp_path / "y" / "trajectories.jsonl").read_text()
+    for other in (C.CollectConfig(out=tmp_path / "y", explore=1, seed=2, runs=1),
+                  C.CollectConfig(out=tmp_path / "y", episodes=1, runs=1)):
+        with pytest.raises(RunMismatchError, match="explore_seed"):
+            C.collect(other, show_progress=False)
+    assert (tmp_path / "y" / "trajectories.jsonl").read_text() == before and first.trajectories == 1
+    # more episodes of the same seed resume it: the first is not played again
+    more = C.collect(C.CollectConfig(out=tmp_path / "y", explore=2, seed=1, runs=1), show_progress=False)
+    assert more.played == 1 and more.trajectories == 2

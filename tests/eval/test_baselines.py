@@ -217,6 +217,16 @@ def test_cli_heldout_rows_only(tmp_path):
         load_rows(tmp_path / "bare", families=held)
 
 
+def test_a_run_json_that_is_no_file_is_refused_before_collection(tmp_path):
+    from lwm.eval.runner import EvalConfig, run_eval
+    from lwm.models import ModelSpec
+
+    (tmp_path / "run.json").mkdir()
+    with pytest.raises(RowFormatError, match="not a regular file"):
+        run_eval(EvalConfig(out=tmp_path, episodes=1), ModelSpec("baseline:trivial"), show_progress=False)
+    assert not (tmp_path / "data").exists()  # nothing was played
+
+
 def test_heldout_families_of_a_model():
     from lwm.eval.runner import heldout_families_of
     from lwm.models.embedded import WARMUP_ADAPTER, adapter_record, heldout_families

@@ -148,6 +148,9 @@ def test_an_adapter_record_says_which_families_it_never_trained_on():
     assert heldout_families(stage(["t/x"], None, stage(["t/a"], ["t/b"]))) == {"t/b"}
     assert heldout_families(stage(["t/b"], None, stage(["t/a"], ["t/b"]))) == frozenset()
     assert heldout_families(stage(["t/x"], None, stage(["t/a"]))) is None  # no stage held anything out
+    # a training list with anything but names in it records nothing: unknown, not "trained on nothing"
+    assert heldout_families(stage([{"name": "t/b"}], ["t/b"])) is None
+    assert heldout_families(stage([""], ["t/b"])) is None
     # an earlier stage whose training data no record names: nothing is known to be held out
     assert heldout_families(stage(["t/a"], ["t/b"], {"init_adapter": "x"})) is None
     assert heldout_families(stage(["t/a"], ["t/b"], "bogus")) is None

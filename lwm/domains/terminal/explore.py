@@ -9,9 +9,12 @@ coreutils, grep, sed and shell builtins on them. The real sandbox prints the out
 every transition is ground truth; the generator only chooses actions.
 
 Every episode belongs to the family ``explore``, which no bundled task uses, so held-out
-task families stay held out (their tasks, files and contents are never generated here; the
-vocabulary of commands is shared, as it would be with any real shell data). Nothing printed
-depends on the clock, so one run per episode is enough.
+task families stay held out: their tasks, file names and contents are never generated here.
+The vocabulary of commands is shared, as it would be with any real shell data, so a command
+line can recur (``ls -A``; ``sort -u X | wc -l`` of the extended ``pipes-sort-uniq`` episode
+when X is one of the generated names). Only coreutils, grep, sed, gawk/mawk and bash are
+used, which every sandbox has; nothing printed depends on the clock, so one run per episode
+(``--runs 1``) is enough.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _WORDS = (
 ).split()
 _NAMES = "ada alan grace linus ken dennis barbara edsger donald margaret".split()
 _CITIES = "paris oslo lima cairo delhi tokyo quito rome".split()
-_STEMS = "notes data list words log items report todo names input".split()
+_STEMS = "data list words log items report todo input scores ideas".split()  # no suite file's name
 
 
 def _text(rng: random.Random) -> str:
@@ -86,21 +89,23 @@ def _file_command(rng: random.Random, path: str, kind: str, content: str) -> str
                    f"tr -d ' ' < {path}", f"fold -w 10 {path} | head -{k}"]
     elif kind == "numbers":
         common += [f"sort -n {path}", f"sort -n {path} | tail -1", f"sort -rn {path} | head -{k}",
-                   f"awk '{{s+=$1}} END {{print s}}' {path}", f"paste -sd+ {path} | bc", f"sort -n {path} | head -1",
-                   f"awk '$1 > 50' {path}"]
+                   f"awk '{{s+=$1}} END {{print s}}' {path}", f"sort -n {path} | uniq | wc -l",
+                   f"sort -n {path} | head -1", f"awk '$1 > 50' {path}"]
     else:  # csv
         common += [f"cut -d, -f1 {path}", f"cut -d, -f2 {path} | sort -u", f"cut -d, -f3 {path} | tail -n +2",
-                   f"tail -n +2 {path} | sort -t, -k3 -n", f"column -s, -t < {path}",
+                   f"tail -n +2 {path} | sort -t, -k3 -n", f"tr , ' ' < {path}",
                    f"awk -F, 'NR>1 {{s+=$3}} END {{print s}}' {path}", f"grep -c {word} {path}"]
     return rng.choice(common)
 
 
-def _tree_command(rng: random.Random, paths: list[str], dirs: list[str]) -> str:
-    """A command that looks at or changes the file tree."""
+def _tree_command(rng: random.Random, files: dict[str, tuple[str, str]], dirs: list[str]) -> str:
+    """A command that looks at or changes the file tree; ``files`` is updated as the command
+    changes it (``cp``, ``mv``, ``rm``), so later commands name files that exist."""
+    paths = list(files)
     path = rng.choice(paths)
     stem = path.rsplit(".", 1)[0]
     new_dir = rng.choice(["out", "backup", "tmp2", "archive", "docs"])
-    return rng.choice([
+    command = rng.choice([
         "ls", "ls -A", "ls -1", "ls | wc -l", "find . -type f | sort", "find . -name '*.txt' | sort",
         "find . -type d | sort", f"ls {rng.choice(dirs)}" if dirs else "ls -a",
         f"mkdir -p {new_dir} && ls", f"cp {path} {stem}.bak && ls", f"mv {path} {stem}.old && ls",
@@ -110,6 +115,15 @@ def _tree_command(rng: random.Random, paths: list[str], dirs: list[str]) -> str:
         f"cat {stem}.missing", f"ls {new_dir}", f"wc -l {' '.join(paths[:2])}",
         f"basename /app/{path} .txt", f"dirname /app/{rng.choice(dirs) if dirs else 'x'}/{path}",
     ])
+    if command.startswith("cp "):
+        files[f"{stem}.bak"] = files[path]
+    elif command.startswith(("mv ", "rm ")) and len(files) > 1:  # the last file stays: commands need one
+        moved = files.pop(path)
+        if command.startswith("mv "):
+            files[f"{stem}.old"] = moved
+    elif command.startswith(("mv ", "rm ")):
+        command = f"test -e {path} && echo yes || echo no"
+    return command
 
 
 def _echo_command(rng: random.Random) -> str:
@@ -154,16 +168,16 @@ def _episode(seed: int, i: int) -> Script:
     dirs = rng.sample(["src", "data", "logs"], rng.randint(0, 2))
     typed = rng.random() < 0.5  # typed on screen: the model sees every file's content
     actions = [_printf(p, c) for p, (_, c) in files.items()] if typed else []
+    preset = {} if typed else {f"/app/{p}": c for p, (_, c) in files.items()}
     for _ in range(rng.randint(4, 7)):
         roll = rng.random()
         if roll < 0.6:
             path = rng.choice(list(files))
             actions.append(_file_command(rng, path, *files[path]))
         elif roll < 0.85:
-            actions.append(_tree_command(rng, list(files), dirs))
+            actions.append(_tree_command(rng, files, dirs))
         else:
             actions.append(_echo_command(rng))
-    preset = {} if typed else {f"/app/{p}": c for p, (_, c) in files.items()}
     preset.update({f"/app/{d}/.keep": "" for d in dirs})
     task = Task(name=f"explore-{seed}-{i}", family=FAMILY, instruction="", files=preset)
     return Script(task=task, actions=tuple(keys(a + "\n") for a in actions), tags=(FAMILY,))
