@@ -166,7 +166,12 @@ def load_rows(data: Path, domains: tuple[str, ...] | None = None, limit: int | N
     if data.is_dir():
         files = sorted(data.glob("*_test.jsonl")) or sorted(data.glob("*/*_test.jsonl"))
         if not files:
-            raise DataNotFoundError(f"no *_test.jsonl files in {data}")
+            hint = ""
+            if (data / "heldout").is_dir() and (data / "manifest.json").is_file():
+                hint = f" (a dataset of lwm data build: its held-out rows are in {data / 'heldout'})"
+            elif data.name.startswith("heldout") and (data.parent / "manifest.json").is_file():
+                hint = " (its dataset holds nothing out: built with --val-fraction 0?)"
+            raise DataNotFoundError(f"no *_test.jsonl files in {data}{hint}")
     elif data.is_file():
         files = [data]
     elif data.exists():

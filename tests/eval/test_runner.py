@@ -90,6 +90,14 @@ def test_load_rows_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataNotFoundError):
         load_rows(tmp_path / "empty")
+    # a dataset of lwm data build: the message says where its rows are, or that it holds none out
+    built = tmp_path / "ds"
+    (built / "heldout").mkdir(parents=True)
+    (built / "manifest.json").write_text("{}")
+    with pytest.raises(DataNotFoundError, match="held-out rows are in .*ds/heldout"):
+        load_rows(built)
+    with pytest.raises(DataNotFoundError, match="holds nothing out"):
+        load_rows(built / "heldout")
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "web_test.jsonl").write_text('{"task": "web"}\n')
