@@ -92,3 +92,27 @@ def rows_and_runs(doc: str, runs_help: str = "lwm eval run directories over thos
         if not (run / "predictions.jsonl").is_file():
             raise SystemExit(f"error: {run / 'predictions.jsonl'} not found (an lwm eval run directory?)")
     return rows, args.rows, [(run, run / "predictions.jsonl") for run in args.runs]
+
+
+def greedy_run(run: Path, data: Path | None, model_name: str, adapter: str | None):
+    """A finished greedy ``lwm eval`` run of a local model, for re-scoring its answers:
+    ``(its run.json settings, its rows with their records (lwm.eval.runner.run_rows), the
+    run's model loaded again)``. A run with candidates scored, a reference predictor's run,
+    or a model other than the run's exits with one line."""
+    from lwm.eval.runner import run_rows
+    from lwm.jsonl import read_json
+    from lwm.models import load_model
+
+    settings = read_json(run / "run.json")
+    if settings.get("score_candidates"):
+        raise SystemExit(f"{run}: a run with candidates scored; give a greedy run")
+    if str(settings.get("model", "")).startswith("baseline:"):
+        raise SystemExit(f"{run}: a reference predictor's run; give a world model's")
+    rows = run_rows(run, data or run / "data")
+    try:
+        model = load_model(model_name, adapter=adapter)
+    except ValueError as e:  # a reference predictor
+        raise SystemExit(f"--model {model_name}: {e}") from None
+    if model.name != settings.get("model"):
+        raise SystemExit(f"{run} was written by {settings.get('model')}, not {model.name} (--model, --adapter)")
+    return settings, rows, model

@@ -23,12 +23,14 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from _common import greedy_run
+
 from lwm import domains
 from lwm.errors import LwmError
-from lwm.eval.runner import row_families, run_rows
+from lwm.eval.runner import row_families
 from lwm.jsonl import read_json
 from lwm.metrics import fidelity
-from lwm.models import WORLD_MODEL, load_model
+from lwm.models import WORLD_MODEL
 from lwm.models.embedded import WARMUP_ADAPTER, heldout_families
 from lwm.parse import observation_text, parse_output
 from lwm.prediction import model_observation, request
@@ -75,20 +77,11 @@ def score_lines(args: argparse.Namespace) -> tuple[list[tuple], str]:
     """Each row of the run with its record, its group and its answer's lines with their
     confidence (``None`` for a row the model did not answer); and the run's prediction mode."""
     data = args.data or args.run / "data"
-    settings = read_json(args.run / "run.json")
-    if settings.get("score_candidates"):
-        raise SystemExit(f"{args.run}: a run with candidates scored; give a greedy run")
     held = heldout_families(read_json(args.record))
     if held is None:
         raise SystemExit(f"{args.record}: the record does not say which families the adapter never trained on")
-    rows = run_rows(args.run, data)
+    settings, rows, model = greedy_run(args.run, data, args.model, args.adapter)
     family = row_families([row for row, _ in rows], data)
-    try:
-        model = load_model(args.model, adapter=args.adapter)
-    except ValueError as e:  # a reference predictor
-        raise SystemExit(f"--model {args.model}: {e}") from None
-    if model.name != settings.get("model"):
-        raise SystemExit(f"{args.run} was written by {settings.get('model')}, not {model.name} (--model, --adapter)")
     if not hasattr(model, "token_logprobs"):
         raise SystemExit(f"{args.model} cannot score its answers' tokens (a local llama.cpp model can)")
     mode = settings["prediction"]

@@ -30,13 +30,13 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from _common import greedy_run
+
 from lwm import domains
 from lwm.candidates import candidates
 from lwm.errors import LwmError
-from lwm.eval.runner import run_rows
-from lwm.jsonl import read_json
 from lwm.metrics import fidelity, line_f1
-from lwm.models import WORLD_MODEL, load_model
+from lwm.models import WORLD_MODEL
 from lwm.models.base import ChatModel, Message, SamplingParams
 from lwm.parse import observation_text, parse_output
 from lwm.prediction import model_observation, request
@@ -90,17 +90,9 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    settings = read_json(args.run / "run.json")
-    if settings.get("score_candidates"):
-        raise SystemExit(f"{args.run}: a run with candidates scored; give a greedy run")
-    if str(settings.get("model", "")).startswith("baseline:"):
-        raise SystemExit(f"{args.run}: a reference predictor's run; give a world model's")
     if args.samples < 1:
         raise SystemExit("--samples must be at least 1")
-    rows = run_rows(args.run, args.data or args.run / "data")
-    model = load_model(args.model, adapter=args.adapter)
-    if model.name != settings.get("model"):
-        raise SystemExit(f"{args.run} was written by {settings.get('model')}, not {model.name} (--model, --adapter)")
+    settings, rows, model = greedy_run(args.run, args.data, args.model, args.adapter)
     mode = settings["prediction"]
     recorded = settings["sampling"]  # the run's, at another temperature
     sampling = SamplingParams(temperature=args.temperature, max_tokens=recorded["max_tokens"],

@@ -626,7 +626,7 @@ def run_eval(config: EvalConfig, model: ModelSpec, judge: ModelSpec | None = Non
     if run_file.exists():  # so does resuming a run with other settings (or a run.json that is no file)
         compare_settings(read_json(run_file), settings, config.out, SETTING_DEFAULTS)
     families = frozenset(settings["heldout"]) if settings["heldout"] is not None else None
-    held_by = model.label if getattr(predictor, "heldout_families", None) is not None else WORLD_MODEL  # whose
+    held_by = model.label if families is not None and heldout_families_of(predictor)[1] else WORLD_MODEL  # whose
     retrieved = f", {config.neighbours_per_row} neighbours from {config.index}" if index is not None else ""
     mode = settings["prediction"]
     asked = "" if hasattr(predictor, "predict_row") else f" (prediction {mode}: {_WRITES[mode]}" + (
