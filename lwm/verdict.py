@@ -20,11 +20,17 @@ real verifier's answer as the completion) and the question asked in the simulato
 ['system', 'user']
 >>> round(probability(-0.1, -2.4), 3)
 0.909
+>>> task_values("Insert a row into the table people with name 'Ada' and age 36.")
+('Ada', '36')
+>>> unnamed_values(t.model_copy(update={"task": "Insert a row with name 'Ada' and age 37."}))
+['37']
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 from lwm.schema import Message, Trajectory
 
@@ -92,3 +98,74 @@ def probability(logprob_achieved: float, logprob_not_achieved: float) -> float:
     if a == -math.inf or b == -math.inf:
         return 0.0 if a == -math.inf else 1.0
     return 1.0 / (1.0 + math.exp(b - a))
+
+
+# ---------------------------------------------------------------------- the task's values
+
+_REMARK = re.compile(r"\([^()]*\)")  # "(keep the original)", "(for example /app/x/y.txt)": not values to type
+_VALUE_PATTERNS = (
+    re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)"""),           # quoted text: 'desert 76', "olive2"
+    re.compile(r"(?<![\w/])(/[\w.-]+(?:/[\w.-]+)+)"),                # a path of two parts or more: /app/list.txt
+    re.compile(r"(?<![\w/.])([\w-]+\.[A-Za-z]\w*)(?![\w/])"),        # a file or dotted name: notes.txt, c.inc
+    re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?!\w)"),                  # a number: 36, 2.5
+    re.compile(r"(?<![\w/.])([A-Za-z]\w*(?:_\w+|\d\w*))(?!\w|\.\w)"),  # a name with a digit or underscore: desert_76
+)
+_TEST_FILE = re.compile(r"(?:test_\w+|\w+_test)\.py", re.IGNORECASE)  # pytest's names: what checks the work
+
+
+def task_values(instruction: str) -> tuple[str, ...]:
+    """The values an instruction names for the agent to type: quoted text, paths of two parts
+    or more, file (or dotted) names, numbers, and names holding a digit or an underscore, in
+    the order of the patterns, each once. Text in parentheses is skipped (remarks and
+    examples), and so are a path's trailing full stop and test files (``test_*.py``,
+    ``*_test.py``: what checks the work, not what the agent types).
+
+    A heuristic, not a parser: it knows no family. On 20 tasks of each of the 60 task
+    families, every reference solution names all its task's values (with
+    :func:`unnamed_values`' exclusive bound; a test checks it).
+    """
+    text = _REMARK.sub(" ", instruction)
+    found: list[str] = []
+    for pattern in _VALUE_PATTERNS:
+        for m in pattern.finditer(text):
+            value = m[m.lastindex or 0].rstrip(".")
+            if value and value not in found and not _TEST_FILE.fullmatch(value):
+                found.append(value)
+    return tuple(found)
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _action_text(action: str) -> str:
+    """An action as written, and, when it is JSON (a tool call, the terminal's keystrokes),
+    its strings unescaped too."""
+    try:
+        return "\n".join([action, *_strings(json.loads(action))])
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: read as written
+        return action
+
+
+def _named(value: str, text: str) -> bool:
+    candidates = [value]
+    if "/" in value:
+        candidates.append(value.rsplit("/", 1)[1])  # a path by its file name: the agent works in its directory
+    if value.isdecimal():
+        candidates.append(str(int(value) + 1))  # an exclusive bound: range(6, 9) for "from 6 to 8"
+    return any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.IGNORECASE) for v in candidates if v)
+
+
+def unnamed_values(trajectory: Trajectory) -> list[str]:
+    """The task's values (:func:`task_values` of ``trajectory.task``) that no action of the
+    episode names: compared without case, as whole words; a path is also named by its file
+    name, and a whole number N by N + 1 (an exclusive bound). Observations are not read: a
+    value the environment printed is not one the agent typed."""
+    text = "\n".join(_action_text(t.action) for t in trajectory.turns)
+    return [v for v in task_values(trajectory.task) if not _named(v, text)]

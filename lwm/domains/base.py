@@ -221,6 +221,11 @@ class Domain:
         tasks: ``tasks()`` returns the domain's agent task families (``tasks.py``:
             ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
             the names of the families never trained on); ``None``: no task families.
+        actions_name_values: whether an agent achieving a task types the values the task
+            names (its quoted texts, numbers, paths, file names) into its actions, as in a
+            shell, SQL, code or a tool call's arguments — not when it points at elements by
+            an id or a position (web, android, os). The trained verdict then gives 0 to an
+            episode whose actions never name one (:func:`lwm.verdict.unnamed_values`).
     """
 
     name: str
@@ -250,6 +255,7 @@ class Domain:
     change_instruction: str = ""
     ground_change: Callable[[str, str, str, str], str] | None = None
     rules_out: Callable[[str, str, str], bool] | None = None
+    actions_name_values: bool = False
 
     def check_task(self, task: Task) -> None:
         """Refuse a task this domain cannot start: an option it does not know or a value

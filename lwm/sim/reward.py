@@ -23,7 +23,7 @@ from lwm import domains
 from lwm.models.base import ChatModel, SamplingParams
 from lwm.parse import json_objects, split_reasoning
 from lwm.schema import Trajectory
-from lwm.verdict import ANSWERS, probability, verdict_messages
+from lwm.verdict import ANSWERS, probability, unnamed_values, verdict_messages
 
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512)
 
@@ -146,9 +146,16 @@ async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
         in which no action reached the environment (none taken, or every one refused as
         malformed: :meth:`~lwm.domains.base.Domain.refusal`) achieved nothing: 0, without
         asking the model (measured: the trained verdict paid such episodes in closed loop).
+        Nor did one, in a domain whose agents type the task's values
+        (:attr:`~lwm.domains.base.Domain.actions_name_values`), whose actions never name one of
+        them (:func:`lwm.verdict.unnamed_values`: a wrong name, number or path; measured in
+        ``docs/results.md``, "The task's values").
     """
     if not any(_reached(traj.domain, t.action) for t in traj.turns):
         return RewardVerdict(0.0, "no action reached the environment")
+    spec = domains.find(traj.domain)
+    if spec is not None and spec.actions_name_values and (missing := unnamed_values(traj)):
+        return RewardVerdict(0.0, f"no action names the task's {', '.join(map(repr, missing[:3]))}")
     scorer = getattr(model, "answer_logprobs", None)
     if scorer is None:
         return RewardVerdict(None, error=f"{model.name} cannot score answers (no answer_logprobs)")

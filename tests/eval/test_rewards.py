@@ -28,11 +28,13 @@ MESSAGES = [{"role": "system", "content": "You judge."}, {"role": "user", "conte
 KEYS = '[{"keystrokes": "ls\\n", "duration": 0.3}]'
 
 
-def _episode(i: int, reward: float, action: str, observation: str, family: str = "create-file") -> Trajectory:
+def _episode(i: int, reward: float, action: str | None, observation: str, family: str = "create-file") -> Trajectory:
+    """One turn of the family's ``i``-th task: ``action``, or its reference solution's first (``None``)."""
     from lwm.domains.tasks import families
 
     fam = next(f for f in families("terminal") if f.name == family)
-    task, _ = fam.generate(i)
+    task, solution = fam.generate(i)
+    action = solution[0] if action is None else action
     return Trajectory(id=f"terminal/{task.name}/x", domain="terminal", task=task.instruction, system_prompt="",
                       turns=[Turn(index=1, action=action, observation=observation, provenance=Provenance(kind="real"))],
                       reward=reward, metadata={"family": family, "episode": task.name, "kind": "k"})
@@ -60,7 +62,7 @@ def test_the_embedded_model_scores_answers_deterministically_and_as_it_generates
 
 
 def test_a_verdict_is_a_probability_and_a_model_that_cannot_score_gives_none_with_the_reason():
-    traj = _episode(0, 1.0, '[{"keystrokes": "echo x\\n", "duration": 0.3}]', "x")
+    traj = _episode(0, 1.0, None, "x")
     v = asyncio.run(judge_verdict(load_model("embedded"), traj))
     assert v.error is None and 0.0 <= v.reward <= 1.0 and v.rationale.startswith("P(achieved)")
     v = asyncio.run(judge_verdict(FunctionChatModel(lambda m: "achieved"), traj))
@@ -85,7 +87,7 @@ def test_a_served_model_is_scored_from_the_first_tokens_top_logprobs():
     with chat_stub(lambda body: {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": "yes"}}]}) as (url, _):
-        traj = _episode(0, 1.0, KEYS, "o")
+        traj = _episode(0, 1.0, None, "o")
         v = asyncio.run(judge_verdict(OpenAIChatModel("m", url), traj))
     assert v.reward is None and "no log-probabilities" in v.error
     # what arrived is named: another JSON body, or entries that are not (token, log-probability)
@@ -146,7 +148,7 @@ def test_verdict_messages_show_every_action_and_observation_cut_in_the_middle():
 
 
 def test_reward_eval_measures_each_source_per_domain_and_kind_and_resumes(tmp_path):
-    eps = [_episode(0, 1.0, '[{"keystrokes": "echo apple > notes.txt\\n", "duration": 0.3}]', "root@sandbox:/app#"),
+    eps = [_episode(0, 1.0, None, "root@sandbox:/app#"),
            _episode(1, 0.0, '[{"keystrokes": "ls\\n", "duration": 0.3}]', "root@sandbox:/app# ls"),
            _episode(2, 0.0, '[{"keystrokes": "mkdir a\\n", "duration": 0.3}]', "", family="make-dir")]
     path = tmp_path / "episodes.jsonl"

@@ -34,4 +34,5 @@ DOMAIN = Domain(
                              lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600),),
     suite=Lazy("lwm.domains.code.suite"),
     tasks=Lazy("lwm.domains.code.tasks"),
+    actions_name_values=True,
 )

@@ -39,4 +39,5 @@ DOMAIN = Domain(
     suite=Lazy("lwm.domains.db.suite"),
     tasks=Lazy("lwm.domains.db.tasks"),
     assets=(Asset("PostgreSQL template cluster", _postgres_template),),
+    actions_name_values=True,
 )

@@ -32,4 +32,5 @@ DOMAIN = Domain(
     suite=Lazy("lwm.domains.fs.suite"),
     tasks=Lazy("lwm.domains.fs.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),),
+    actions_name_values=True,
 )

@@ -31,4 +31,5 @@ DOMAIN = Domain(
     tasks=Lazy("lwm.domains.mcp.tasks"),
     assets=(Asset("npm MCP servers", install_node_packages),
             Asset("Python packages for the sandbox", install_sandbox_python)),
+    actions_name_values=True,
 )

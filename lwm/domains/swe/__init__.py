@@ -26,4 +26,5 @@ DOMAIN = Domain(
     environment=Lazy("lwm.domains.swe.env:SweEnv"),
     suite=Lazy("lwm.domains.swe.suite"),
     tasks=Lazy("lwm.domains.swe.tasks"),
+    actions_name_values=True,
 )

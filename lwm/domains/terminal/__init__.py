@@ -36,4 +36,5 @@ DOMAIN = Domain(
     environment=Lazy("lwm.domains.terminal.env:TerminalEnv"),
     suite=Lazy("lwm.domains.terminal.suite"),
     tasks=Lazy("lwm.domains.terminal.tasks"),
+    actions_name_values=True,
 )
