@@ -21,9 +21,9 @@ real verifier's answer as the completion) and the question asked in the simulato
 >>> round(probability(-0.1, -2.4), 3)
 0.909
 >>> task_values("Insert a row into the table people with name 'Ada' and age 36.")
-('Ada', '36')
->>> unnamed_values(t.model_copy(update={"task": "Insert a row with name 'Ada' and age 37."}))
-['37']
+('Ada',)
+>>> unnamed_values(t.model_copy(update={"task": "Insert a row with name 'Adam' and age 36."}))
+['Adam']
 """
 
 from __future__ import annotations
@@ -102,36 +102,60 @@ def probability(logprob_achieved: float, logprob_not_achieved: float) -> float:
 
 # ---------------------------------------------------------------------- the task's values
 
-_REMARK = re.compile(r"\([^()]*\)")  # "(keep the original)", "(for example /app/x/y.txt)": not values to type
-_VALUE_PATTERNS = (
-    re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)"""),           # quoted text: 'desert 76', "olive2"
-    re.compile(r"(?<![\w/])(/[\w.-]+(?:/[\w.-]+)+)"),                # a path of two parts or more: /app/list.txt
-    re.compile(r"(?<![\w/.])([\w-]+\.[A-Za-z]\w*)(?![\w/])"),        # a file or dotted name: notes.txt, c.inc
-    re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?!\w)"),                  # a number: 36, 2.5
-    re.compile(r"(?<![\w/.])([A-Za-z]\w*(?:_\w+|\d\w*))(?!\w|\.\w)"),  # a name with a digit or underscore: desert_76
+#: Values are read from this much of an instruction (characters): a task is a few sentences, and
+#: the patterns stay fast on hostile text.
+MAX_INSTRUCTION_CHARS = 2000
+
+_QUOTED = re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)""")  # 'desert crimson 76', "olive2"
+_UNQUOTED = (
+    re.compile(r"(?<![\w/])(/[\w.-]+(?:/[\w.-]+)+)"),                    # a path of two parts or more: /app/list.txt
+    re.compile(r"(?<![\w/.-])([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?!\w|\.\w)"),  # a snake_case name: desert_76
 )
-_TEST_FILE = re.compile(r"(?:test_\w+|\w+_test)\.py", re.IGNORECASE)  # pytest's names: what checks the work
+# test files and functions (pytest's and Go's names): what checks the work, not what the agent types
+_TEST_NAME = re.compile(r"test_.*|.*_test(?:\.\w+)?|.*\.test\.\w+", re.IGNORECASE)
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    for a, b in spans:
+        chars[a:b] = " " * (b - a)
+    return "".join(chars)
+
+
+def _remarks(text: str) -> list[tuple[int, int]]:
+    """The spans of balanced parentheses, nested ones included (an unclosed one is text)."""
+    spans, opened = [], []
+    for i, c in enumerate(text):
+        if c == "(":
+            opened.append(i)
+        elif c == ")" and opened:
+            spans.append((opened.pop(), i + 1))
+    return spans
 
 
 def task_values(instruction: str) -> tuple[str, ...]:
-    """The values an instruction names for the agent to type: quoted text, paths of two parts
-    or more, file (or dotted) names, numbers, and names holding a digit or an underscore, in
-    the order of the patterns, each once. Text in parentheses is skipped (remarks and
-    examples), and so are a path's trailing full stop and test files (``test_*.py``,
-    ``*_test.py``: what checks the work, not what the agent types).
+    """The values an instruction gives the agent to type: quoted text (as written), paths of
+    two parts or more and snake_case names, each once, quoted text first. Not read: text in
+    parentheses (remarks and examples: "(keep the original)", "(for example /app/x/y.txt)";
+    parentheses inside quotes are text), test files and functions (``test_*``,
+    ``*_test.go``: what checks the work), numbers (an operand, a count or an old value is often
+    not typed: ``total = 155`` for "the sum of 80 and 75"), bare file and dotted names
+    ("Node.js", "i.e."), and anything past :data:`MAX_INSTRUCTION_CHARS`.
 
     A heuristic, not a parser: it knows no family. On 20 tasks of each of the 60 task
-    families, every reference solution names all its task's values (with
-    :func:`unnamed_values`' exclusive bound; a test checks it).
+    families every reference solution names all its task's values (a test checks it, and
+    others check other correct solutions).
     """
-    text = _REMARK.sub(" ", instruction)
-    found: list[str] = []
-    for pattern in _VALUE_PATTERNS:
-        for m in pattern.finditer(text):
-            value = m[m.lastindex or 0].rstrip(".")
-            if value and value not in found and not _TEST_FILE.fullmatch(value):
-                found.append(value)
-    return tuple(found)
+    text = instruction[:MAX_INSTRUCTION_CHARS]
+    quoted = list(_QUOTED.finditer(text))
+    masked = _blank(text, [m.span() for m in quoted])  # a parenthesis inside quotes is not a remark's
+    remarks = _remarks(masked)
+    found = [m[2] for m in quoted if not any(a < m.start() < b for a, b in remarks)]
+    rest = _blank(masked, remarks)
+    for pattern in _UNQUOTED:
+        found += [m[1].rstrip(".").rstrip("/") for m in pattern.finditer(rest)]
+    named = [v for v in found if v.strip() and not _TEST_NAME.fullmatch(v.rsplit("/", 1)[-1])]
+    return tuple(dict.fromkeys(named))
 
 
 def _strings(value: object) -> list[str]:
@@ -145,27 +169,38 @@ def _strings(value: object) -> list[str]:
 
 
 def _action_text(action: str) -> str:
-    """An action as written, and, when it is JSON (a tool call, the terminal's keystrokes),
-    its strings unescaped too."""
+    """What an action types: a JSON action's strings (a tool call's arguments, the terminal's
+    keystrokes), unescaped, not its keys or numbers; any other action as written."""
     try:
-        return "\n".join([action, *_strings(json.loads(action))])
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: read as written
+        parsed = json.loads(action)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return action
+    return "\n".join(_strings(parsed)) if isinstance(parsed, (dict, list)) else action
 
 
-def _named(value: str, text: str) -> bool:
+def _unquoted(text: str) -> str:
+    """``text`` with the shell's and SQL's quoting taken off: backslash escapes resolved, quote
+    marks dropped (``New\\ York`` and ``'New'" York"`` are ``New York``)."""
+    return re.sub(r"\\(.)", r"\1", text).replace("'", "").replace('"', "")
+
+
+def _named(value: str, texts: tuple[str, str]) -> bool:
     candidates = [value]
     if "/" in value:
-        candidates.append(value.rsplit("/", 1)[1])  # a path by its file name: the agent works in its directory
-    if value.isdecimal():
-        candidates.append(str(int(value) + 1))  # an exclusive bound: range(6, 9) for "from 6 to 8"
-    return any(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.IGNORECASE) for v in candidates if v)
+        candidates.append(value.rstrip("/").rsplit("/", 1)[1])  # by its file name: the agent works in its directory
+    for v in candidates:
+        for t, form in zip(texts, (v, _unquoted(v))):
+            if form.strip() and re.search(rf"(?<!\w){re.escape(form)}(?!\w)", t, re.IGNORECASE):
+                return True
+    return False
 
 
 def unnamed_values(trajectory: Trajectory) -> list[str]:
     """The task's values (:func:`task_values` of ``trajectory.task``) that no action of the
-    episode names: compared without case, as whole words; a path is also named by its file
-    name, and a whole number N by N + 1 (an exclusive bound). Observations are not read: a
-    value the environment printed is not one the agent typed."""
+    episode names: compared without case, as whole words, in what the actions type (a JSON
+    action's strings) and in it again with shell and SQL quoting taken off; a path is also
+    named by its file name. Observations are not read: a value the environment printed is
+    not one the agent typed."""
     text = "\n".join(_action_text(t.action) for t in trajectory.turns)
-    return [v for v in task_values(trajectory.task) if not _named(v, text)]
+    texts = (text, _unquoted(text))
+    return [v for v in task_values(trajectory.task) if not _named(v, texts)]

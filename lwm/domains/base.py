@@ -222,10 +222,11 @@ class Domain:
             ``FAMILIES``, a list of :class:`~lwm.domains.tasks.TaskFamily`, and ``HELD_OUT``,
             the names of the families never trained on); ``None``: no task families.
         actions_name_values: whether an agent achieving a task types the values the task
-            names (its quoted texts, numbers, paths, file names) into its actions, as in a
-            shell, SQL, code or a tool call's arguments — not when it points at elements by
-            an id or a position (web, android, os). The trained verdict then gives 0 to an
-            episode whose actions never name one (:func:`lwm.verdict.unnamed_values`).
+            gives it (quoted text, paths, snake_case names) into its actions, as in a shell,
+            SQL, code or a tool call's arguments; the trained verdict then gives 0 to an
+            episode whose actions never name one (:func:`lwm.verdict.unnamed_values`). Off
+            where actions mostly point at elements or positions, or were not measured (web,
+            android, os, search).
     """
 
     name: str

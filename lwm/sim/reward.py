@@ -148,7 +148,7 @@ async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
         asking the model (measured: the trained verdict paid such episodes in closed loop).
         Nor did one, in a domain whose agents type the task's values
         (:attr:`~lwm.domains.base.Domain.actions_name_values`), whose actions never name one of
-        them (:func:`lwm.verdict.unnamed_values`: a wrong name, number or path; measured in
+        them (:func:`lwm.verdict.unnamed_values`: another text, name or path; measured in
         ``docs/results.md``, "The task's values").
     """
     if not any(_reached(traj.domain, t.action) for t in traj.turns):
