@@ -106,7 +106,7 @@ def probability(logprob_achieved: float, logprob_not_achieved: float) -> float:
 #: the patterns stay fast on hostile text.
 MAX_INSTRUCTION_CHARS = 2000
 
-_QUOTED = re.compile(r"""(?<!\w)(['"])([^'"\n]+?)\1(?!\w)""")  # 'desert crimson 76', "olive2"
+_QUOTED = re.compile(r"""(?<!\w)(['"`])([^'"`\n]+?)\1(?!\w)""")  # 'desert crimson 76', "olive2", `Cart`
 _UNQUOTED = (
     re.compile(r"(?<![\w/])(/[\w.-]+(?:/[\w.-]+)+)"),                    # a path of two parts or more: /app/list.txt
     re.compile(r"(?<![\w/.-])([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?!\w|\.\w)"),  # a snake_case name: desert_76
@@ -134,8 +134,9 @@ def _remarks(text: str) -> list[tuple[int, int]]:
 
 
 def task_values(instruction: str) -> tuple[str, ...]:
-    """The values an instruction gives the agent to type: quoted text (as written), paths of
-    two parts or more and snake_case names, each once, quoted text first. Not read: text in
+    """The values an instruction gives the agent to type: text in single, double or back quotes
+    (as written), absolute paths of two parts or more (``/app/list.txt``) and snake_case names,
+    each once, quoted text first. Not read: text in
     parentheses (remarks and examples: "(keep the original)", "(for example /app/x/y.txt)";
     parentheses inside quotes are text), test files and functions (``test_*``,
     ``*_test.go``: what checks the work), numbers (an operand, a count or an old value is often

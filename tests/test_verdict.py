@@ -26,6 +26,7 @@ def _episode(task: str, *actions: str, domain: str = "db", observation: str = ""
     ('Set its key "name" to "olive2" and save the file.', ("name", "olive2")),
     ("Rename the file /app/desert.txt to crimson.txt (in /app).", ("/app/desert.txt",)),
     ("Create a directory named desert_76 in /app.", ("desert_76",)),
+    ("Add a class `ShoppingCart` to ~/shop/cart.py; see src/main.py.", ("ShoppingCart", "/shop/cart.py")),
     ("Close ticket number 2 with the resolution 'won't fix in v5'.", ()),          # an apostrophe opens no quote
     # parentheses hold remarks and examples, nested too; inside quotes they are text
     ("A file named tiger_49.txt is under /app. Write its path (for example /app/x/y.txt) into /app/answer.txt.",

@@ -132,7 +132,8 @@ def _reached(domain: str, action: str) -> bool:
 
 async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
     """P(achieved) of ``traj`` from ``model``'s log-probabilities of the two verdict answers
-    (:mod:`lwm.verdict`); one forward pass over the prompt, no text generated.
+    (:mod:`lwm.verdict`); one forward pass over the prompt, no text generated. A coroutine:
+    ``asyncio.run(judge_verdict(model, traj))``.
 
     Args:
         model: a model that scores answers (``answer_logprobs``: the llama.cpp, transformers
@@ -147,9 +148,9 @@ async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
         malformed: :meth:`~lwm.domains.base.Domain.refusal`) achieved nothing: 0, without
         asking the model (measured: the trained verdict paid such episodes in closed loop).
         Nor did one, in a domain whose agents type the task's values
-        (:attr:`~lwm.domains.base.Domain.actions_name_values`), whose actions never name one of
-        them (:func:`lwm.verdict.unnamed_values`: another text, name or path; measured in
-        ``docs/results.md``, "The task's values").
+        (:attr:`~lwm.domains.base.Domain.actions_name_values`), in which some value of the task
+        is named by no action (:func:`lwm.verdict.unnamed_values`: another text, name or path;
+        measured in ``docs/results.md``, "The task's values").
     """
     if not any(_reached(traj.domain, t.action) for t in traj.turns):
         return RewardVerdict(0.0, "no action reached the environment")
