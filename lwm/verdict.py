@@ -136,12 +136,12 @@ def _remarks(text: str) -> list[tuple[int, int]]:
 def task_values(instruction: str) -> tuple[str, ...]:
     """The values an instruction gives the agent to type: text in single, double or back quotes
     (as written), absolute paths of two parts or more (``/app/list.txt``) and snake_case names,
-    each once, quoted text first. Not read: text in
-    parentheses (remarks and examples: "(keep the original)", "(for example /app/x/y.txt)";
-    parentheses inside quotes are text), test files and functions (``test_*``,
-    ``*_test.go``: what checks the work), numbers (an operand, a count or an old value is often
-    not typed: ``total = 155`` for "the sum of 80 and 75"), bare file and dotted names
-    ("Node.js", "i.e."), and anything past :data:`MAX_INSTRUCTION_CHARS`.
+    each once, quoted text first. Not read: text in parentheses (remarks and examples: "(keep
+    the original)", "(for example /app/x/y.txt)"; parentheses inside quotes are text), test
+    files and functions (``test_*``, ``*_test.go``: what checks the work), numbers (an operand,
+    a count or an old value is often not typed: ``total = 155`` for "the sum of 80 and 75"),
+    bare file and dotted names ("Node.js", "i.e."), and anything past
+    :data:`MAX_INSTRUCTION_CHARS`.
 
     A heuristic, not a parser: it knows no family. On 20 tasks of each of the 60 task
     families every reference solution names all its task's values (a test checks it, and
@@ -174,9 +174,9 @@ def _action_text(action: str) -> str:
     keystrokes), unescaped, not its keys or numbers; any other action as written."""
     try:
         parsed = json.loads(action)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return "\n".join(_strings(parsed)) if isinstance(parsed, (dict, list)) else action
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's depth
         return action
-    return "\n".join(_strings(parsed)) if isinstance(parsed, (dict, list)) else action
 
 
 def _unquoted(text: str) -> str:
@@ -188,7 +188,7 @@ def _unquoted(text: str) -> str:
 def _named(value: str, texts: tuple[str, str]) -> bool:
     candidates = [value]
     if "/" in value:
-        candidates.append(value.rstrip("/").rsplit("/", 1)[1])  # by its file name: the agent works in its directory
+        candidates.append(value.rsplit("/", 1)[1])  # by its file name: the agent works in its directory
     for v in candidates:
         for t, form in zip(texts, (v, _unquoted(v))):
             if form.strip() and re.search(rf"(?<!\w){re.escape(form)}(?!\w)", t, re.IGNORECASE):
