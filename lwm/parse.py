@@ -398,3 +398,19 @@ def json_objects(text: str) -> list:
         found.append(obj)
         i = text.find("{", end)
     return found
+
+
+def json_strings(value: object) -> list[str]:
+    """The strings of a decoded JSON value, in order: a terminal action's keystrokes, a tool
+    call's name and arguments; keys and numbers (a duration, an id) left out.
+
+    >>> json_strings({"name": "f", "arguments": {"path": "/a", "n": 3, "tags": ["x"]}})
+    ['f', '/a', 'x']
+    """
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in json_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in json_strings(v)]
+    return []

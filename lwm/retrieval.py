@@ -29,6 +29,7 @@ from pathlib import Path
 from lwm.envs.episode import broke_sandbox
 from lwm.errors import DataNotFoundError, RowFormatError
 from lwm.jsonl import iter_jsonl, write_jsonl
+from lwm.parse import json_strings
 from lwm.schema import Trajectory, read_trajectories
 
 #: The ``/runN`` ending of the id of an episode's N-th run (``lwm collect``).
@@ -102,19 +103,7 @@ def action_text(action: str) -> str:
         value = json.loads(action, strict=False)  # a newline typed raw inside a JSON string, too
     except ValueError:
         return action.strip()
-    out: list[str] = []
-
-    def walk(v: object) -> None:
-        if isinstance(v, str):
-            out.append(v.strip())
-        elif isinstance(v, dict):
-            for item in v.values():
-                walk(item)
-        elif isinstance(v, list):
-            for item in v:
-                walk(item)
-
-    walk(value)
+    out = [v.strip() for v in json_strings(value)]
     return " ".join(out) if out else action.strip()
 
 

@@ -32,6 +32,7 @@ import json
 import math
 import re
 
+from lwm.parse import json_strings
 from lwm.schema import Message, Trajectory
 
 #: The two answers, as the completion of a verdict example and the choices a reward model
@@ -159,22 +160,14 @@ def task_values(instruction: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(named))
 
 
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def _action_text(action: str) -> str:
     """What an action types: a JSON action's strings (a tool call's arguments, the terminal's
-    keystrokes), unescaped, not its keys or numbers; any other action as written."""
+    keystrokes), unescaped, not its keys or numbers (read strictly, as the environments read
+    it; :func:`lwm.retrieval.action_text` is the lenient reading for comparing actions); any
+    other action as written."""
     try:
         parsed = json.loads(action)
-        return "\n".join(_strings(parsed)) if isinstance(parsed, (dict, list)) else action
+        return "\n".join(json_strings(parsed)) if isinstance(parsed, (dict, list)) else action
     except (ValueError, RecursionError):  # not JSON, or nested past Python's depth
         return action
 

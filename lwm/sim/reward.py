@@ -125,11 +125,6 @@ async def judge_reward(model: ChatModel, traj: Trajectory, *, rubric: str = "",
     return verdict
 
 
-def _reached(domain: str, action: str) -> bool:
-    spec = domains.find(domain)
-    return spec is None or spec.refusal(action) is None
-
-
 async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
     """P(achieved) of ``traj`` from ``model``'s log-probabilities of the two verdict answers
     (:mod:`lwm.verdict`); one forward pass over the prompt, no text generated. A coroutine:
@@ -152,9 +147,9 @@ async def judge_verdict(model: ChatModel, traj: Trajectory) -> RewardVerdict:
         is named by no action (:func:`lwm.verdict.unnamed_values`: another text, name or path;
         measured in ``docs/results.md``, "The task's values").
     """
-    if not any(_reached(traj.domain, t.action) for t in traj.turns):
-        return RewardVerdict(0.0, "no action reached the environment")
     spec = domains.find(traj.domain)
+    if not any(spec is None or spec.refusal(t.action) is None for t in traj.turns):
+        return RewardVerdict(0.0, "no action reached the environment")
     if spec is not None and spec.actions_name_values and (missing := unnamed_values(traj)):
         return RewardVerdict(0.0, f"no action names the task's {', '.join(map(repr, missing[:3]))}")
     scorer = getattr(model, "answer_logprobs", None)
